@@ -1,0 +1,161 @@
+"""The backend interface: everything the math needs from an array library.
+
+The engine (:mod:`fftmatvec.btt`) calls only these methods, with buffers it
+allocated once at set-up through :meth:`Backend.empty`/:meth:`Backend.zeros`.
+Layouts are fixed here so that every backend agrees:
+
+* padded time series are **time-major** ``(L, n, K)``: the FFT runs along
+  axis 0 and writes frequency-major ``(Nf, n, K)``, the layout the
+  per-frequency product reads, so no transpose pass is needed;
+* ``Fhat`` is frequency-major ``(Nf, nd, nm)``;
+* SOTI vectors are ``(n, Nt, K)``.
+
+The FFT is unnormalised forward and scaled by ``1/L`` backward on every
+backend, so ``irfft(Fhat * rfft(x))`` is the causal convolution with no
+further scaling.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+from types import ModuleType
+from typing import Any, Iterator
+
+import numpy as np
+
+Array = Any  # numpy.ndarray or cupy.ndarray
+
+
+class Backend(abc.ABC):
+    """One array library: NumPy/SciPy on the CPU, CuPy on a GPU."""
+
+    name: str
+    xp: ModuleType
+
+    # -- arrays ----------------------------------------------------------
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> Array:
+        return self.xp.empty(shape, dtype=dtype)
+
+    def zeros(self, shape: tuple[int, ...], dtype: Any) -> Array:
+        return self.xp.zeros(shape, dtype=dtype)
+
+    def asarray(self, a: Any, dtype: Any = None) -> Array:
+        """``a`` on this backend's device (no copy when already there)."""
+        return self.xp.asarray(a, dtype=dtype)
+
+    @abc.abstractmethod
+    def to_host(self, a: Array) -> np.ndarray:
+        """``a`` as a NumPy array."""
+
+    def is_native(self, a: Any) -> bool:
+        """Whether ``a`` already is an array of this backend."""
+        return isinstance(a, self.xp.ndarray)
+
+    def synchronize(self) -> None:
+        """Wait until queued device work is done (no-op on the CPU)."""
+
+    @contextlib.contextmanager
+    def capture(self) -> Iterator[None]:
+        """Context in which a repeated sequence of calls may be recorded and
+        replayed (CUDA graphs); a plain context on the CPU."""
+        yield
+
+    # -- the five stages -------------------------------------------------
+    def pad(self, x: Array, out: Array) -> None:
+        """Stage 1: ``out[:Nt] = x`` transposed to time-major and cast.
+
+        x : (n, Nt, K) real, SOTI.  out : (L, n, K) real, rows ``Nt:`` are
+        zero from set-up and never written.
+        """
+        nt = x.shape[1]
+        out[:nt] = x.transpose(1, 0, 2)
+
+    @abc.abstractmethod
+    def rfft(self, x_pad: Array, out: Array) -> None:
+        """Stage 2: real FFT along axis 0.
+
+        x_pad : (L, n, K) real.  out : (L//2 + 1, n, K) complex of the same
+        precision.
+        """
+
+    @abc.abstractmethod
+    def sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool) -> None:
+        """Stage 3: per-frequency product, one GEMM per frequency over K.
+
+        Fhat : (Nf, nd, nm) complex, frequency-major.
+        forward : x_hat (Nf, nm, K) -> out (Nf, nd, K), ``out[k] = Fhat[k] @ x_hat[k]``.
+        adjoint : x_hat (Nf, nd, K) -> out (Nf, nm, K), ``out[k] = Fhat[k]^H @ x_hat[k]``.
+        ``x_hat`` may have another precision than ``Fhat``; the product
+        runs in ``Fhat``'s precision and ``out`` has ``Fhat``'s dtype.
+        ``Fhat`` is read in place (never transposed or conjugated as a copy).
+        """
+
+    @abc.abstractmethod
+    def irfft(self, x_hat: Array, out: Array) -> None:
+        """Stage 4: inverse real FFT along axis 0, length ``out.shape[0]``.
+
+        x_hat : (Nf, n, K) complex, any precision; it is cast to the
+        precision of ``out`` first.  out : (L, n, K) real.
+        """
+
+    def unpad(self, x_pad: Array, out: Array) -> None:
+        """Stage 5: ``out = x_pad[:Nt]`` transposed back to SOTI and cast.
+
+        x_pad : (L, n, K) real.  out : (n, Nt, K) real.
+        """
+        nt = out.shape[1]
+        out[...] = x_pad[:nt].transpose(1, 0, 2)
+
+    # -- set-up and measurement ------------------------------------------
+    def fft_matrix(self, f: np.ndarray, dtype: Any) -> Array:
+        """``Fhat`` of one slab: rfft of ``f`` zero-padded to ``L = 2 Nt``.
+
+        f : (nd, nm, Nt) float64 on the host.  Returns (Nt+1, nd, nm) of
+        complex ``dtype`` on this backend, frequency-major.  Computed in
+        float64 and rounded once, block row by block row so that the
+        temporary memory stays at one block row.
+        """
+        nd, nm, nt = f.shape
+        Fhat = self.empty((nt + 1, nd, nm), dtype)
+        for i in range(nd):
+            row = np.fft.rfft(np.asarray(f[i], dtype=np.float64), n=2 * nt, axis=-1)
+            Fhat[:, i, :] = self.asarray(row.T.astype(dtype))
+        return Fhat
+
+    @abc.abstractmethod
+    def copy_bandwidth(self, nbytes: int = 1 << 30, repeats: int = 5) -> float:
+        """Measured copy bandwidth in bytes/s, counting bytes read plus written
+        (median of ``repeats`` copies of an ``nbytes`` array)."""
+
+    @abc.abstractmethod
+    def naive_matvec(self, Fhat: Array, x: Array, adjoint: bool) -> Array:
+        """The naive pipeline of this array library, for comparison in
+        benchmarks: library FFTs without plan reuse and a batched product
+        reading ``Fhat`` (Nf, nd, nm) in place.  x : (n, Nt, K) SOTI."""
+
+    @abc.abstractmethod
+    def timer(self) -> "StageTimer":
+        """A fresh :class:`StageTimer` using this backend's clock."""
+
+
+class StageTimer:
+    """Accumulates wall time per named stage (host clock, device synchronised).
+
+    Use ``with timer("fft"): ...``; :attr:`times` maps stage name to the list
+    of measured seconds.
+    """
+
+    def __init__(self, synchronize=lambda: None) -> None:
+        self._synchronize = synchronize
+        self.times: dict[str, list[float]] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, stage: str) -> Iterator[None]:
+        import time
+
+        self._synchronize()
+        t0 = time.perf_counter()
+        yield
+        self._synchronize()
+        self.times.setdefault(stage, []).append(time.perf_counter() - t0)

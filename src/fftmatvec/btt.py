@@ -1,0 +1,121 @@
+"""One rank's BTT engine: ``Fhat`` of a local slab and the local stages 1-5.
+
+The engine knows nothing of ranks: it maps a padded-and-cast input block to
+the unpadded partial result.  :mod:`fftmatvec.operator` adds the data
+movement between ranks around it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Callable, ContextManager
+
+import numpy as np
+
+from .backend import Backend
+from .precision import Precision
+
+Array = Any
+
+
+def _no_timer(stage: str) -> ContextManager[None]:
+    return contextlib.nullcontext()
+
+
+@dataclass
+class _Workspace:
+    """Buffers of one (direction, precision, K) configuration, made once."""
+
+    pad: Array  # (L, n_in, K) real, FFT precision; rows Nt: stay zero
+    x_hat: Array  # (Nf, n_in, K) complex, FFT precision
+    y_hat: Array  # (Nf, n_out, K) complex, SBGEMV precision
+    y_pad: Array  # (L, n_out, K) real, IFFT precision
+    y: Array  # (n_out, Nt, K) real, reduce precision
+
+
+class LocalBTT:
+    """Local BTT engine for the slab ``f[I, J, :]``.
+
+    Parameters
+    ----------
+    f : (nd, nm, Nt) float64 array
+        First block column of the local slab, SOTI (``f[i, j, t]``).
+    backend : Backend
+        Where ``Fhat`` lives and the stages run.
+    sbgemv_dtypes : iterable of complex dtypes
+        Precisions in which ``Fhat`` is kept (one copy each; normally one).
+
+    Attributes
+    ----------
+    Fhat : dict[numpy.dtype, array]
+        ``(Nf, nd, nm)`` complex, frequency-major, per kept precision.
+    """
+
+    def __init__(self, f: np.ndarray, backend: Backend, sbgemv_dtypes) -> None:
+        if f.ndim != 3:
+            raise ValueError(f"f must have shape (nd, nm, Nt), got {f.shape}")
+        self.nd, self.nm, self.Nt = f.shape
+        self.L = 2 * self.Nt
+        self.Nf = self.Nt + 1
+        self.backend = backend
+        self.Fhat = {np.dtype(dt): backend.fft_matrix(f, dt) for dt in set(map(np.dtype, sbgemv_dtypes))}
+        self._workspaces: dict[tuple[bool, str, int], _Workspace] = {}
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of all kept ``Fhat`` copies."""
+        return sum(a.nbytes for a in self.Fhat.values())
+
+    def workspace(self, adjoint: bool, prec: Precision, K: int) -> _Workspace:
+        key = (adjoint, prec.code, K)
+        if key not in self._workspaces:
+            be = self.backend
+            n_in, n_out = (self.nd, self.nm) if adjoint else (self.nm, self.nd)
+            self._workspaces[key] = _Workspace(
+                pad=be.zeros((self.L, n_in, K), prec.fft),
+                x_hat=be.empty((self.Nf, n_in, K), prec.fft_hat),
+                y_hat=be.empty((self.Nf, n_out, K), prec.sbgemv),
+                y_pad=be.empty((self.L, n_out, K), prec.ifft),
+                y=be.empty((n_out, self.Nt, K), prec.reduce),
+            )
+        return self._workspaces[key]
+
+    def apply(
+        self,
+        x: Array,
+        prec: Precision,
+        adjoint: bool = False,
+        timer: Callable[[str], ContextManager[None]] = _no_timer,
+    ) -> Array:
+        """Local partial product, stages pad to unpad.
+
+        Parameters
+        ----------
+        x : (nm, Nt, K) real (forward) or (nd, Nt, K) real (adjoint), SOTI
+            Input block on this backend, already rounded to the pad precision.
+        prec : Precision
+        adjoint : bool
+            ``F^T`` instead of ``F``.
+        timer : callable, optional
+            ``timer(stage)`` context manager wrapped around each stage.
+
+        Returns
+        -------
+        (nd, Nt, K) or (nm, Nt, K) real array in the reduce precision.  It is
+        a workspace buffer, overwritten by the next call of the same kind.
+        """
+        be = self.backend
+        ws = self.workspace(adjoint, prec, x.shape[2])
+        Fhat = self.Fhat[prec.sbgemv]
+        with timer("pad"):
+            be.pad(x, out=ws.pad)
+        with timer("fft"):
+            be.rfft(ws.pad, out=ws.x_hat)
+        with timer("sbgemv"):
+            be.sbgemv(Fhat, ws.x_hat, out=ws.y_hat, adjoint=adjoint)
+        with timer("ifft"):
+            be.irfft(ws.y_hat, out=ws.y_pad)
+        with timer("unpad"):
+            be.unpad(ws.y_pad, out=ws.y)
+        return ws.y

@@ -1,0 +1,1 @@
+"""Sub-commands of the ``fftmatvec`` command line, one module each."""

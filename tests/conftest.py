@@ -1,0 +1,65 @@
+"""Shared fixtures: seeded random generators, the C++ reference data, dense references."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _fixture_dir() -> Path | None:
+    candidates = (os.environ.get("FFTMATVEC_FIXTURES"), REPO.parent / "shared" / "fixtures", REPO / "inputs" / "reference")
+    for candidate in candidates:
+        if not candidate:
+            continue
+        path = Path(candidate)
+        for p in (path, path / "fftmatvec-reference"):
+            if (p / "test_mat").is_dir():
+                return p
+    return None
+
+
+@pytest.fixture
+def reference_dir() -> Path:
+    """The FFTMatvec C++ reference data (``test_mat``, ``test_mat_qoi``, vectors)."""
+    path = _fixture_dir()
+    if path is None:
+        pytest.skip("reference fixture not found: set FFTMATVEC_FIXTURES (inputs/reference is a copy)")
+    return path
+
+
+@pytest.fixture
+def rng(request) -> np.random.Generator:
+    """A fresh seed per test run, printed on failure through the test id's node."""
+    seed = int.from_bytes(os.urandom(4), "little") if os.environ.get("FFTMATVEC_SEED") is None else int(os.environ["FFTMATVEC_SEED"])
+    request.node.user_properties.append(("seed", seed))
+    print(f"seed={seed} (rerun with FFTMATVEC_SEED={seed})")
+    return np.random.default_rng(seed)
+
+
+def direct_btt(f: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """``F m`` by the defining double sum (float64), f (Nd, Nm, Nt), m (Nm, Nt)."""
+    nd, nm, nt = f.shape
+    y = np.zeros((nd, nt))
+    for t in range(nt):
+        for s in range(t + 1):
+            y[:, t] += f[:, :, t - s] @ m[:, s]
+    return y
+
+
+def direct_btt_adjoint(f: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """``F^T d`` by the defining double sum, d (Nd, Nt)."""
+    nd, nm, nt = f.shape
+    m = np.zeros((nm, nt))
+    for s in range(nt):
+        for t in range(s, nt):
+            m[:, s] += f[:, :, t - s].T @ d[:, t]
+    return m
+
+
+def rel_err(a, b) -> float:
+    return float(np.linalg.norm(np.asarray(a) - np.asarray(b)) / np.linalg.norm(np.asarray(b)))
