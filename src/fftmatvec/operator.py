@@ -15,7 +15,7 @@ import numpy as np
 from . import precision as _precision
 from .backend import Backend, get_backend
 from .btt import LocalBTT, _no_timer
-from .errors import FftmatvecError
+from .errors import ConfigError, FftmatvecError, collective
 from .grid import SerialGrid
 
 Array = Any
@@ -63,20 +63,25 @@ class BTTOperator:
         shape: tuple[int, int, int] | None = None,
     ) -> None:
         self.grid = grid if grid is not None else SerialGrid()
-        self.backend = get_backend(device)
         self.precision = _precision.parse(precision)
         self.adjoint_precision = _precision.parse(adjoint_precision or precision)
-        if shape is None and np.ndim(f) != 3:
-            raise ValueError(f"f must have shape (Nd, Nm, Nt), got {np.shape(f)}")
-        self.Nd, self.Nm, self.Nt = shape if shape is not None else f.shape
-        self._check_slab(f, "f")
-        dtypes = {self.precision.sbgemv, self.adjoint_precision.sbgemv}
-        self.engine = LocalBTT(f, self.backend, dtypes)
-        self.aux_engine = None
-        if aux is not None:
-            self._check_slab(aux, "aux")
-            self.aux_engine = LocalBTT(aux, self.backend, {self.adjoint_precision.sbgemv})
-        self.backend.synchronize()
+        # Everything that can fail on one rank only (device, shapes, NaN in a
+        # slab, out of memory) is voted on before the first product.
+        with collective(_comm(self.grid), "setting up the operator") as vote:
+            self.backend = get_backend(device)
+            if shape is None and np.ndim(f) != 3:
+                raise ConfigError(f"f must have shape (Nd, Nm, Nt), got {np.shape(f)}")
+            self.Nd, self.Nm, self.Nt = map(int, shape if shape is not None else np.shape(f))
+            vote.share((self.Nd, self.Nm, self.Nt))
+            f = self._local_slab(f, "f")
+            dtypes = {self.precision.sbgemv, self.adjoint_precision.sbgemv}
+            self.engine = LocalBTT(f, self.backend, dtypes)
+            self.aux_engine = None
+            if aux is not None:
+                aux = self._local_slab(aux, "aux")
+                self.aux_engine = LocalBTT(aux, self.backend, {self.adjoint_precision.sbgemv})
+            self.backend.synchronize()
+        vote.agreed("the operator sizes (Nd, Nm, Nt)")
 
     @classmethod
     def from_matrix_dir(
@@ -84,34 +89,53 @@ class BTTOperator:
     ) -> "BTTOperator":
         """Build from an FFTMatvec matrix directory, reading only this rank's slab.
 
+        Every rank reads ``meta_adj`` and the hyperslab ``f[I_r, J_c, :]`` of
+        the files of its block rows ``I_r`` (a rank with no block rows opens
+        none).  Collective: a missing, corrupt or inconsistent file on any
+        rank raises the same :class:`~fftmatvec.errors.FileFormatError`
+        (``"reading matrix ... failed on rank r: ..."``) on every rank.
+
         ``aux_dir`` is an optional second matrix directory of the same shape.
         Other keyword arguments as for the constructor.
         """
         from .io import read_matrix_slab, read_meta
 
         grid = grid if grid is not None else SerialGrid()
-        meta = read_meta(matrix_dir)
-        rows, cols = grid.row_block(meta.Nd), grid.col_block(meta.Nm)
-        f = read_matrix_slab(matrix_dir, rows, cols, meta=meta)
-        aux = None
-        if aux_dir is not None:
-            aux_meta = read_meta(aux_dir)
-            if (aux_meta.Nd, aux_meta.Nm, aux_meta.Nt) != (meta.Nd, meta.Nm, meta.Nt):
-                raise FftmatvecError(
-                    f"{aux_dir}: auxiliary matrix is {aux_meta.Nd}x{aux_meta.Nm}x{aux_meta.Nt}, "
-                    f"but {matrix_dir} is {meta.Nd}x{meta.Nm}x{meta.Nt}"
-                )
-            aux = read_matrix_slab(aux_dir, rows, cols, meta=aux_meta)
+        with collective(_comm(grid), f"reading matrix {matrix_dir}") as vote:
+            meta = read_meta(matrix_dir)
+            rows, cols = grid.row_block(meta.Nd), grid.col_block(meta.Nm)
+            f = read_matrix_slab(matrix_dir, rows, cols, meta=meta)
+            aux = None
+            if aux_dir is not None:
+                aux_meta = read_meta(aux_dir)
+                if (aux_meta.Nd, aux_meta.Nm, aux_meta.Nt) != (meta.Nd, meta.Nm, meta.Nt):
+                    raise FftmatvecError(
+                        f"{aux_dir}: auxiliary matrix is {aux_meta.Nd}x{aux_meta.Nm}x{aux_meta.Nt}, "
+                        f"but {matrix_dir} is {meta.Nd}x{meta.Nm}x{meta.Nt}"
+                    )
+                aux = read_matrix_slab(aux_dir, rows, cols, meta=aux_meta)
+            vote.share((meta.Nd, meta.Nm, meta.Nt))
+        vote.agreed(f"the sizes in {matrix_dir}/binary/meta_adj")
         op = cls(f, aux=aux, grid=grid, shape=(meta.Nd, meta.Nm, meta.Nt), **kwargs)
         op.meta = meta
         return op
 
-    def _check_slab(self, f: np.ndarray, name: str) -> None:
-        (_, nd), (_, nm) = self.grid.row_block(self.Nd), self.grid.col_block(self.Nm)
-        if f.shape != (nd, nm, self.Nt):
-            raise ValueError(f"{name} must have shape {(nd, nm, self.Nt)} (the local slab), got {f.shape}")
+    def _local_slab(self, f: Any, name: str) -> np.ndarray:
+        """This rank's slab ``f[I_r, J_c, :]``: ``f`` itself when it has the
+        slab's shape, cut from ``f`` when it is the whole ``(Nd, Nm, Nt)``
+        array; checked for NaN/Inf.  Local work only (inside the set-up vote)."""
+        (i0, nd), (j0, nm) = self.grid.row_block(self.Nd), self.grid.col_block(self.Nm)
+        shape = np.shape(f)
+        if shape == (self.Nd, self.Nm, self.Nt) and (nd, nm) != (self.Nd, self.Nm):
+            f = f[i0:i0 + nd, j0:j0 + nm]
+        elif shape != (nd, nm, self.Nt):
+            raise ConfigError(
+                f"{name} must have shape {(nd, nm, self.Nt)} (the local slab) or "
+                f"{(self.Nd, self.Nm, self.Nt)} (the whole matrix), got {shape}"
+            )
         if not np.all(np.isfinite(f)):
             raise FftmatvecError(f"{name} contains NaN or Inf")
+        return f
 
     # -- shapes ------------------------------------------------------------
     @property
@@ -127,77 +151,136 @@ class BTTOperator:
         return (self.Nd * self.Nt, self.Nm * self.Nt)
 
     # -- products ----------------------------------------------------------
+    # Under a process grid every rank of the grid calls every product.  Inputs
+    # live on their holders (parameter vectors on grid row 0, data vectors on
+    # grid column 0); other ranks pass None (or anything: it is ignored).
+    # Outputs: the holder's block of the result; on ranks that do not hold
+    # the output space an empty (0, Nt[, K]) float64 array.  A DistVector in
+    # gives a DistVector out.  Input checks (shape, NaN/Inf) are voted on by
+    # all ranks before the first broadcast, so a bad block on one rank raises
+    # the same error everywhere.
+
     def matvec(self, m: Array, timer: Callable[[str], ContextManager[None]] = _no_timer) -> Array:
         """``y = F m``.
 
-        m : (Nm, Nt) or (Nm, Nt, K) float, SOTI (the local block ``J_c`` on
-        grid row 0 under a grid).  Returns (Nd, Nt[, K]) float64, in the same
-        array library as ``m``.
+        m : (Nm, Nt) or (Nm, Nt, K) float, SOTI, or a parameter-space
+        :class:`~fftmatvec.vector.DistVector` (under a grid: the local block
+        ``J_c`` on grid row 0, None elsewhere).  Returns (Nd, Nt[, K])
+        float64 in the same array library as ``m`` (under a grid: block
+        ``I_r`` on grid column 0, ``(0, Nt[, K])`` elsewhere), or a
+        data-space DistVector.
         """
-        x, unbatch, to_caller = self._prepare(m, self.Nm, self.grid.col_block, self.grid.holds_param, self.precision)
-        x = self.grid.col_bcast(x)
-        y = self.engine.apply(x, self.precision, adjoint=False, timer=timer)
-        y = self.grid.row_reduce(y)
-        return to_caller(unbatch(y))
+        prec = self.precision
+        x, finish = self._prepare(m, "param", prec, "F m")
+        with self._comm_timer(timer)("bcast"):
+            x = self.grid.col_bcast(x)
+        y = self.engine.apply(x, prec, adjoint=False, timer=timer)
+        with self._comm_timer(timer)("reduce"):
+            y = self.grid.row_reduce(y)
+        return finish(y, "data")
 
     def rmatvec(self, d: Array, timer: Callable[[str], ContextManager[None]] = _no_timer) -> Array:
         """``m = F^T d``.
 
-        d : (Nd, Nt) or (Nd, Nt, K) float, SOTI.  Returns (Nm, Nt[, K]) float64.
+        d : (Nd, Nt) or (Nd, Nt, K) float, SOTI, or a data-space DistVector
+        (under a grid: block ``I_r`` on grid column 0).  Returns (Nm, Nt[, K])
+        float64 (under a grid: block ``J_c`` on grid row 0, empty elsewhere),
+        or a parameter-space DistVector.
         """
         prec = self.adjoint_precision
-        x, unbatch, to_caller = self._prepare(d, self.Nd, self.grid.row_block, self.grid.holds_data, prec)
-        x = self.grid.row_bcast(x)
+        x, finish = self._prepare(d, "data", prec, "F^T d")
+        with self._comm_timer(timer)("bcast"):
+            x = self.grid.row_bcast(x)
         m = self.engine.apply(x, prec, adjoint=True, timer=timer)
-        m = self.grid.col_reduce(m)
-        return to_caller(unbatch(m))
+        with self._comm_timer(timer)("reduce"):
+            m = self.grid.col_reduce(m)
+        return finish(m, "param")
 
     def normal(self, m: Array) -> Array:
-        """``F^T F m`` with one reduction between the passes; shapes as :meth:`matvec` input."""
-        return self._chain(m, self.engine)
+        """``F^T F m`` with one all-reduce between the passes; input and
+        output as for :meth:`matvec` input."""
+        return self._chain(m, self.engine, "F^T F m")
 
     def aux_normal(self, m: Array) -> Array:
-        """``G^T F m`` for the auxiliary BTT ``G``; shapes as :meth:`matvec` input."""
+        """``G^T F m`` for the auxiliary BTT ``G``; input and output as for
+        :meth:`matvec` input."""
         if self.aux_engine is None:
             raise FftmatvecError("aux_normal needs an auxiliary matrix (aux= or aux_dir=)")
-        return self._chain(m, self.aux_engine)
+        return self._chain(m, self.aux_engine, "G^T F m")
 
-    def _chain(self, m: Array, second: LocalBTT) -> Array:
+    def _chain(self, m: Array, second: LocalBTT, what: str) -> Array:
         fwd, adj = self.precision, self.adjoint_precision
-        x, unbatch, to_caller = self._prepare(m, self.Nm, self.grid.col_block, self.grid.holds_param, fwd)
+        x, finish = self._prepare(m, "param", fwd, what)
         x = self.grid.col_bcast(x)
         y = self.engine.apply(x, fwd, adjoint=False)
         y = self.grid.row_reduce(y, all=True).astype(adj.pad, copy=False)
         z = second.apply(y, adj, adjoint=True)
         z = self.grid.col_reduce(z)
-        return to_caller(unbatch(z))
+        return finish(z, "param")
 
-    def _prepare(self, v: Array, n: int, block: Callable, holds: Callable, prec: _precision.Precision):
+    def _comm_timer(self, timer: Callable[[str], ContextManager[None]]) -> Callable[[str], ContextManager[None]]:
+        """``timer`` for the communication stages ("bcast", "reduce"), only
+        when there is more than one rank to talk to."""
+        return timer if self.grid.size > 1 else _no_timer
+
+    def _prepare(self, v: Array, space: str, prec: _precision.Precision, what: str):
         """Check an input block, move it to the backend in the pad precision.
 
-        Returns the ``(n_local, Nt, K)`` array and two functions: one that
-        drops the batch axis again when the input had none, one that returns
-        a float64 array in the caller's array library.
+        Every rank of the grid takes part.  Holders of ``space`` check their
+        block (shape, NaN/Inf) and share ``K``; the vote makes a failure on
+        one rank fail all ranks before any broadcast, and gives the other
+        ranks ``K`` to size their receive buffers.
+
+        Returns the ``(n_local, Nt, K)`` array (pad precision, contiguous; an
+        uninitialised receive buffer on non-holders) and ``finish(y,
+        out_space)``, which turns the reduced result (None on ranks that do
+        not hold ``out_space``) into the caller's form.
         """
-        be = self.backend
-        native = be.is_native(v)
-        v = v if native else np.asarray(v)
-        _, n_local = block(n)
-        expected = (n_local, self.Nt) if holds() else None
-        if expected is not None and (v.ndim not in (2, 3) or v.shape[:2] != expected):
-            raise ValueError(f"input must have shape {expected} or {expected + ('K',)}, got {v.shape}")
-        if not bool(be.xp.all(be.xp.isfinite(v))):
-            raise FftmatvecError("input vector contains NaN or Inf")
-        batched = v.ndim == 3
-        x = be.asarray(v if batched else v[:, :, None], dtype=prec.pad)
+        from .vector import DistVector
 
-        def unbatch(y: Array) -> Array:
-            return y if batched else y[:, :, 0]
+        be, grid = self.backend, self.grid
+        n = self.Nm if space == "param" else self.Nd
+        _, n_local = grid.block(space, n)
+        holder = grid.holds(space)
+        dist = isinstance(v, DistVector)
+        if dist:  # metadata is agreed on every rank: checks need no vote
+            if v.space != space or (v.n, v.Nt) != (n, self.Nt) or v.grid.shape != grid.shape:
+                raise ConfigError(f"{what}: expected a {space}-space vector of shape {(n, self.Nt)} on a "
+                                  f"{grid.pr}x{grid.pc} grid, got {v!r}")
+            v = v.local
+        native = v is None or be.is_native(v)
+        with collective(_comm(grid), f"checking the input of {what}") as vote:
+            if holder:
+                if v is None:
+                    raise ConfigError(f"{what}: this rank holds input blocks but got None")
+                v = v if be.is_native(v) else np.asarray(v)
+                expected = (n_local, self.Nt)
+                if v.ndim not in (2, 3) or v.shape[:2] != expected:
+                    raise ConfigError(f"input must have shape {expected} or {expected + ('K',)}, got {v.shape}")
+                if not bool(be.xp.all(be.xp.isfinite(v))):
+                    raise FftmatvecError("input vector contains NaN or Inf")
+                vote.share((v.shape[2] if v.ndim == 3 else None,))
+        shared = vote.agreed(f"the batch size K of the input of {what}")
+        K = shared[0] if shared is not None else None  # None: no rank holds blocks (n == 0)
+        batched = K is not None
+        if holder:
+            x = be.xp.ascontiguousarray(be.asarray(v if batched else v[:, :, None], dtype=prec.pad))
+        else:
+            x = be.empty((n_local, self.Nt, K or 1), prec.pad)
 
-        def to_caller(y: Array) -> Array:
-            return y.astype(np.float64) if native else be.to_host(y).astype(np.float64)
+        def finish(y: Array | None, out_space: str) -> Array:
+            n_out = self.Nm if out_space == "param" else self.Nd
+            if grid.holds(out_space):
+                y = y if batched else y[:, :, 0]
+                out = y.astype(np.float64) if native else be.to_host(y).astype(np.float64)
+            else:
+                xp = be.xp if native else np
+                out = xp.empty((0, self.Nt) + ((K,) if batched else ()), dtype=np.float64)
+            if dist:
+                return DistVector._wrap(out, grid, out_space, n_out, self.Nt, K)
+            return out
 
-        return x, unbatch, to_caller
+        return x, finish
 
     # -- views ---------------------------------------------------------------
     def aslinearoperator(self):
@@ -207,3 +290,8 @@ class BTTOperator:
         from .linop import as_scipy
 
         return as_scipy(self)
+
+
+def _comm(grid: Any) -> Any:
+    """The communicator votes run on: the grid's, None for one process."""
+    return getattr(grid, "comm", None)

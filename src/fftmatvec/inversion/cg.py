@@ -155,8 +155,7 @@ def cg(
         p = r if M is None else M(r)
         rr = inner(r, r)
         rz = rr if M is None else inner(r, p)
-        if not (math.isfinite(rr) and math.isfinite(rz)):
-            raise FftmatvecError("cg: NaN or Inf in the initial residual")
+        _check_residual(rr, rz, 0)
         it, residuals, before = 0, [math.sqrt(rr)], 0.0
 
     while residuals[-1] > rtol * bnorm and it < maxiter:
@@ -173,11 +172,7 @@ def cg(
         z = r if M is None else M(r)
         rr = inner(r, r)
         rz_new = rr if M is None else inner(r, z)
-        if not (math.isfinite(rr) and math.isfinite(rz_new)):
-            raise FftmatvecError(f"cg: NaN or Inf in the residual at iteration {it + 1}")
-        if rz_new < 0:
-            raise FftmatvecError(
-                f"cg: M is not positive definite (r^T M r = {rz_new:.3e} at iteration {it + 1})")
+        _check_residual(rr, rz_new, it + 1)
         p = z + (rz_new / rz) * p
         rz = rz_new
         it += 1
@@ -191,6 +186,15 @@ def cg(
 
     return CGResult(x, residuals[-1] <= rtol * bnorm, it, residuals, bnorm,
                     before + time.perf_counter() - start)
+
+
+def _check_residual(rr: float, rz: float, it: int) -> None:
+    """Raise on a non-finite residual or ``r^T M r < 0`` at iteration ``it``."""
+    if not (math.isfinite(rr) and math.isfinite(rz)):
+        raise FftmatvecError(f"cg: NaN or Inf in the residual at iteration {it}")
+    if rz < 0:
+        raise FftmatvecError(
+            f"cg: M is not positive definite (r^T M r = {rz:.3e} at iteration {it})")
 
 
 def _save(path: str | os.PathLike, **state) -> None:

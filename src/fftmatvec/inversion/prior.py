@@ -37,7 +37,7 @@ class Prior(Protocol):
     def inv(self, x: Array) -> Array: ...
 
 
-def bcast(a: Array | float, x: Array) -> Array | float:
+def bcast(a: Array | float, x: Array) -> Array:
     """Append axes to ``a`` (scalar or e.g. ``(n, Nt)``) so it broadcasts
     against ``x`` of shape ``(n, Nt)`` or a batch ``(n, Nt, K)``."""
     a = np.asarray(a)

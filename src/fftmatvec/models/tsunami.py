@@ -44,10 +44,11 @@ The ``[model]`` configuration table is checked by
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,8 +66,8 @@ RHO = 1025.0
 SPONGE_STRENGTH = 10.0
 """Peak sponge damping rate in units of ``sqrt(g depth_deep) / sponge width``."""
 
-# name: (kind, 1-D default, 2-D default, meaning); a 2-D default of None
-# marks a key valid only with dim = 1, a 1-D default of None one only with dim = 2.
+# name: (kind, 1-D default, 2-D default, meaning); a 1-D default of None marks
+# a key valid only with dim = 2.
 # Kinds: "int", "float", "str", "range" (two fractions lo <= hi), "dim" (one
 # float per axis).
 SCHEMA: dict[str, tuple[str, Any, Any, str]] = {
@@ -160,7 +161,7 @@ def default_config(dim: int = 1) -> dict[str, Any]:
     if dim not in (1, 2):
         raise ConfigError(f"model.dim: must be 1 or 2, got {dim!r}")
     col = 1 if dim == 1 else 2
-    return {k: spec[col] for k, spec in SCHEMA.items() if spec[col] is not None}
+    return {k: copy.copy(spec[col]) for k, spec in SCHEMA.items() if spec[col] is not None}
 
 
 def validate_model_config(table: Mapping[str, Any]) -> ModelConfig:
@@ -180,12 +181,12 @@ def validate_model_config(table: Mapping[str, Any]) -> ModelConfig:
     dim = table.get("dim", 1)
     _check_kind("dim", dim, "int", 1)
     values = default_config(dim)
-    for key, value in table.items():
+    for key in table:
         if key not in SCHEMA:
             raise ConfigError(f"model.{key}: unknown key; valid keys: {', '.join(SCHEMA)}")
         if key not in values:
             raise ConfigError(f"model.{key}: only valid with dim = {3 - dim}")
-        values[key] = _check_kind(key, value, SCHEMA[key][0], dim)
+    values = {k: _check_kind(k, table.get(k, v), SCHEMA[k][0], dim) for k, v in values.items()}
     values.update({k: None for k in SCHEMA if k not in values})
     cfg = ModelConfig(**values)
     _check_ranges(cfg)
@@ -238,8 +239,8 @@ class TsunamiModel:
         cells = _mesh(centres)
         self.depth = self._depth(cells).reshape(self.shape)
         divs, faces = [], []
+        eye = [sp.identity(n, format="csr") for n in self.shape]
         for a, (n, d) in enumerate(zip(self.shape, self.spacing)):
-            eye = [sp.identity(k, format="csr") for k in self.shape]
             div = sp.diags([np.ones(n - 1), -np.ones(n - 1)], [0, -1], shape=(n, n - 1)) / d
             divs.append(_kron_all(eye[:a] + [div] + eye[a + 1:]))
             faces.append(_mesh(centres[:a] + [np.arange(1, n) * d] + centres[a + 1:]))
@@ -253,15 +254,15 @@ class TsunamiModel:
 
         wave_speed = math.sqrt(G * self._h_face.max())
         courant_per_dt = wave_speed * math.sqrt(sum(d ** -2 for d in self.spacing))
-        self.substeps = cfg.substeps or math.ceil(cfg.dt_obs * courant_per_dt / cfg.cfl)
+        needed = math.ceil(cfg.dt_obs * courant_per_dt / cfg.cfl)
+        self.substeps = cfg.substeps or needed
         self.dt = cfg.dt_obs / self.substeps
         self.courant = self.dt * courant_per_dt
-        if self.courant > cfg.cfl:
+        if self.substeps < needed:
             raise ConfigError(
                 f"model.substeps: CFL condition violated, Courant number {self.courant:.3f} > "
                 f"cfl {cfg.cfl} (dt = {self.dt:.4g} s, wave speed {wave_speed:.4g} m/s, "
-                f"spacing {self.spacing} m); use substeps >= "
-                f"{math.ceil(cfg.dt_obs * courant_per_dt / cfg.cfl)} or 0 (automatic)")
+                f"spacing {self.spacing} m); use substeps >= {needed} or 0 (automatic)")
         self._damp_eta = 1.0 / (1.0 + self.dt * self._sponge(cells))[:, None]
         self._damp_u = 1.0 / (1.0 + self.dt * self._sponge(faces))[:, None]
 
@@ -273,7 +274,8 @@ class TsunamiModel:
         for key, h, d in zip(("param_nx", "param_ny"), self.param_spacing, self.spacing):
             if h < d:
                 raise ConfigError(f"model.{key}: parameter spacing {h:.4g} m is finer than "
-                                  f"the grid spacing {d:.4g} m; refine the grid")
+                                  f"the grid spacing {d:.4g} m; use fewer parameters or "
+                                  f"more cells")
         self.param_coords = _mesh([o + h * np.arange(n) for o, h, n in zip(
             self.param_origin, self.param_spacing, self.param_shape)])
         self.Nm = len(self.param_coords)
@@ -286,6 +288,7 @@ class TsunamiModel:
         scale = RHO * G if cfg.sensor_kind == "pressure" else 1.0
         self._C = scale * self._cell_interp(self.sensor_coords, centres)
         self._Q = self._cell_interp(self.qoi_coords, centres)
+        self._CQ = sp.vstack([self._C, self._Q], format="csr")
 
     # ------------------------------------------------------------ maps
 
@@ -310,7 +313,7 @@ class TsunamiModel:
 
     def impulse_responses(self, method: str = "auto") -> tuple[np.ndarray, np.ndarray]:
         """Both maps from one solve: ``(p2o (Nd, Nm, Nt), p2q (Nq, Nm, Nt))``."""
-        f = self._impulses(sp.vstack([self._C, self._Q], format="csr"), method)
+        f = self._impulses(self._CQ, method)
         return f[:self.Nd], f[self.Nd:]
 
     def forward(self, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -319,16 +322,15 @@ class TsunamiModel:
         Parameters
         ----------
         m : (Nm, nt) float64, SOTI — uplift rate (m/s) per observation
-            interval; any number ``nt`` of intervals.
+            interval; any number ``nt >= 1`` of intervals.
 
         Returns
         -------
         d : (Nd, nt) float64 — sensor data at the end of each interval.
         q : (Nq, nt) float64 — QoIs likewise.
         """
-        states = [eta.copy() for eta, _ in self._run(m)]
-        eta = np.hstack(states) if states else np.zeros((self._B.shape[0], 0))
-        return self._C @ eta, self._Q @ eta
+        y = np.hstack([self._CQ @ eta for eta, _ in self._run(m)])
+        return y[:self.Nd], y[self.Nd:]
 
     def energy(self, m: np.ndarray) -> np.ndarray:
         """Wave energy per unit density (m^(dim+3)/s^2) at the end of each interval.
@@ -397,8 +399,8 @@ class TsunamiModel:
         """Step from rest under ``m`` (Nm, nt); yield the state (eta (n_cells, 1),
         u (n_faces, 1), reused buffers) at the end of every interval."""
         m = np.asarray(m, dtype=np.float64)
-        if m.ndim != 2 or m.shape[0] != self.Nm:
-            raise ConfigError(f"m has shape {m.shape}, expected ({self.Nm}, nt)")
+        if m.ndim != 2 or m.shape[0] != self.Nm or m.shape[1] < 1:
+            raise ConfigError(f"m has shape {m.shape}, expected ({self.Nm}, nt >= 1)")
         eta = np.zeros((self._B.shape[0], 1))
         u = np.zeros((self._Dh.shape[1], 1))
         for t in range(m.shape[1]):
@@ -558,44 +560,36 @@ def _check_kind(key: str, value: Any, kind: str, dim: int) -> Any:
 
 
 def _check_ranges(cfg: ModelConfig) -> None:
-    """Value checks beyond the types; ConfigError naming the key."""
-    def require(ok: bool, key: str, what: str) -> None:
-        if not ok:
-            raise ConfigError(f"model.{key}: must be {what}, got {getattr(cfg, key)!r}")
+    """Value checks beyond the types (None = key unused in this dim); ConfigError
+    naming the key."""
+    def fractions(v: tuple[float, ...]) -> bool:
+        return all(0 <= x <= 1 for x in v)
 
-    require(cfg.dim in (1, 2), "dim", "1 or 2")
-    for key in ("length", "width", "depth_deep", "depth_shelf", "shelf_slope", "dt_obs",
-                "rupture_uplift", "rise_time"):
-        if getattr(cfg, key) is not None:
-            require(getattr(cfg, key) > 0, key, "> 0")
-    for key in ("nx", "ny"):
-        if getattr(cfg, key) is not None:
-            require(getattr(cfg, key) >= 4, key, ">= 4")
-    for key in ("param_nx", "param_ny"):
-        if getattr(cfg, key) is not None:
-            require(getattr(cfg, key) >= 2, key, ">= 2")
-    for key in ("n_sensors", "n_qoi", "nt"):
-        require(getattr(cfg, key) >= 1, key, ">= 1")
-    for key in ("source_x", "source_y", "sensor_x", "sensor_y", "qoi_x", "qoi_y"):
-        span = getattr(cfg, key)
-        if span is not None:
-            require(0 <= span[0] <= span[1] <= 1, key, "[lo, hi] with 0 <= lo <= hi <= 1")
-    for key in ("source_x", "source_y"):
-        if getattr(cfg, key) is not None:
-            require(getattr(cfg, key)[0] < getattr(cfg, key)[1], key, "[lo, hi] with lo < hi")
-    require(0 <= cfg.shelf_break <= 1, "shelf_break", "in [0, 1]")
-    if cfg.shelf_wiggle is not None:
-        require(0 <= cfg.shelf_wiggle <= 1, "shelf_wiggle", "in [0, 1]")
-    require(0 <= cfg.sponge_width < 1, "sponge_width", "in [0, 1)")
-    require(cfg.sensor_kind in ("height", "pressure"), "sensor_kind", "'height' or 'pressure'")
-    require(0 < cfg.cfl <= 1, "cfl", "in (0, 1]")
-    require(cfg.substeps >= 0, "substeps", ">= 0")
-    require(cfg.noise_std >= 0, "noise_std", ">= 0")
-    require(cfg.noise_rel >= 0, "noise_rel", ">= 0")
-    require(cfg.noise_std == 0 or cfg.noise_rel == 0, "noise_rel",
-            "0 when noise_std is set (give one of them)")
-    require(all(0 <= c <= 1 for c in cfg.rupture_center), "rupture_center", "fractions in [0, 1]")
-    require(all(r > 0 for r in cfg.rupture_radius), "rupture_radius", "> 0")
+    checks = [
+        (("length", "width", "depth_deep", "depth_shelf", "shelf_slope", "dt_obs",
+          "rupture_uplift", "rise_time"), lambda v: v > 0, "> 0"),
+        (("nx", "ny"), lambda v: v >= 4, ">= 4"),
+        (("param_nx", "param_ny"), lambda v: v >= 2, ">= 2"),
+        (("n_sensors", "n_qoi", "nt"), lambda v: v >= 1, ">= 1"),
+        (("substeps", "noise_std", "noise_rel"), lambda v: v >= 0, ">= 0"),
+        (("sensor_x", "sensor_y", "qoi_x", "qoi_y"), lambda v: fractions(v) and v[0] <= v[1],
+         "[lo, hi] with 0 <= lo <= hi <= 1"),
+        (("source_x", "source_y"), lambda v: fractions(v) and v[0] < v[1],
+         "[lo, hi] with 0 <= lo < hi <= 1"),
+        (("shelf_break", "shelf_wiggle"), lambda v: 0 <= v <= 1, "in [0, 1]"),
+        (("rupture_center",), fractions, "fractions in [0, 1]"),
+        (("sponge_width",), lambda v: 0 <= v < 1, "in [0, 1)"),
+        (("cfl",), lambda v: 0 < v <= 1, "in (0, 1]"),
+        (("rupture_radius",), lambda v: min(v) > 0, "> 0"),
+        (("sensor_kind",), lambda v: v in ("height", "pressure"), "'height' or 'pressure'"),
+    ]
+    for keys, ok, what in checks:
+        for key in keys:
+            value = getattr(cfg, key)
+            if value is not None and not ok(value):
+                raise ConfigError(f"model.{key}: must be {what}, got {value!r}")
+    if cfg.noise_std > 0 and cfg.noise_rel > 0:
+        raise ConfigError("model.noise_rel: must be 0 when noise_std is set (give one of them)")
 
 
 def _mesh(axes: list[np.ndarray]) -> np.ndarray:
@@ -616,7 +610,8 @@ def _kron_all(factors: list[sp.spmatrix]) -> sp.csr_matrix:
     return sp.csr_matrix(out)
 
 
-def _interp_matrix(points: np.ndarray, origin, step, count) -> sp.csr_matrix:
+def _interp_matrix(points: np.ndarray, origin: Sequence[float], step: Sequence[float],
+                   count: Sequence[int]) -> sp.csr_matrix:
     """(P, prod(count)) values at points (P, dim) of the tensor-product hat
     functions on the regular nodes ``origin[a] + k step[a]``, ``k < count[a]``
     (node index x outer); zero beyond one step outside the nodes."""

@@ -1,0 +1,107 @@
+// fftmatvec_common.cuh -- self-contained helpers shared by the native kernels.
+//
+// Single source for CUDA (nvcc / NVRTC) and HIP (hipcc / hipRTC).  Complex
+// numbers are float2 / double2 with explicit .x/.y arithmetic in named
+// helpers (cmul, cmul_conj, cmac, cmac_conj): HIP's float2 has an
+// element-wise operator* that compiles but is not a complex product.
+// No standard-library, thrust or CuPy headers, so that `nvcc -c` checks the
+// files without CuPy installed and NVRTC needs no include path.
+#pragma once
+
+#if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__) || defined(__HIP_DEVICE_COMPILE__)
+#define FMV_HIP 1
+#endif
+
+#ifdef FMV_HIP
+// 64-wide wavefronts: the kernels only use shuffles inside groups of at most
+// 32 lanes (width argument), which behave the same on both.
+#define FMV_SHFL_XOR(v, m, w) __shfl_xor((v), (m), (w))
+#define FMV_LDG(p) (*(p))
+#define FMV_LDCS(p) (*(p))
+#else
+#define FMV_SHFL_XOR(v, m, w) __shfl_xor_sync(0xffffffffu, (v), (m), (w))
+#define FMV_LDG(p) __ldg(p)
+// streaming (evict-first) loads for data read exactly once (Fhat)
+#define FMV_LDCS(p) __ldcs(p)
+#endif
+
+#define FMV_DEV __device__ __forceinline__
+
+namespace fmv {
+
+typedef long long index_t;
+
+template <typename C> struct real_of;
+template <> struct real_of<float2> { typedef float type; };
+template <> struct real_of<double2> { typedef double type; };
+template <> struct real_of<float> { typedef float type; };
+template <> struct real_of<double> { typedef double type; };
+
+template <typename C> FMV_DEV C cmake(typename real_of<C>::type re, typename real_of<C>::type im);
+template <> FMV_DEV float2 cmake<float2>(float re, float im) { return make_float2(re, im); }
+template <> FMV_DEV double2 cmake<double2>(double re, double im) { return make_double2(re, im); }
+
+template <typename C> FMV_DEV C czero() { return cmake<C>(0, 0); }
+
+// complex (or real) cast between precisions
+template <typename To, typename From> FMV_DEV To ccast(const From& a) {
+    typedef typename real_of<To>::type R;
+    return cmake<To>(static_cast<R>(a.x), static_cast<R>(a.y));
+}
+template <typename To, typename From> FMV_DEV To rcast(const From a) { return static_cast<To>(a); }
+
+// a * b
+template <typename C> FMV_DEV C cmul(const C a, const C b) {
+    return cmake<C>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+// conj(a) * b
+template <typename C> FMV_DEV C cmul_conj(const C a, const C b) {
+    return cmake<C>(a.x * b.x + a.y * b.y, a.x * b.y - a.y * b.x);
+}
+// acc += a * b   (four fused multiply-adds)
+template <typename C> FMV_DEV void cmac(C& acc, const C a, const C b) {
+    acc.x += a.x * b.x;
+    acc.x -= a.y * b.y;
+    acc.y += a.x * b.y;
+    acc.y += a.y * b.x;
+}
+// acc += conj(a) * b
+template <typename C> FMV_DEV void cmac_conj(C& acc, const C a, const C b) {
+    acc.x += a.x * b.x;
+    acc.x += a.y * b.y;
+    acc.y += a.x * b.y;
+    acc.y -= a.y * b.x;
+}
+template <typename C> FMV_DEV void cadd(C& acc, const C a) {
+    acc.x += a.x;
+    acc.y += a.y;
+}
+
+// Load VEC consecutive complex values of type C from p (p aligned to
+// VEC * sizeof(C) when VEC == 2): one 16-byte access for float2 pairs and
+// for double2.  STREAM selects the evict-first load for read-once data.
+template <int VEC, bool STREAM> struct Loader;
+template <bool STREAM> struct Loader<1, STREAM> {
+    template <typename C> static FMV_DEV void load(const C* p, C* out) {
+        out[0] = STREAM ? FMV_LDCS(p) : FMV_LDG(p);
+    }
+};
+template <bool STREAM> struct Loader<2, STREAM> {
+    static FMV_DEV void load(const float2* p, float2* out) {
+        const float4* q = reinterpret_cast<const float4*>(p);
+        float4 v = STREAM ? FMV_LDCS(q) : FMV_LDG(q);
+        out[0] = make_float2(v.x, v.y);
+        out[1] = make_float2(v.z, v.w);
+    }
+    static FMV_DEV void load(const double2* p, double2* out) {
+        out[0] = STREAM ? FMV_LDCS(p) : FMV_LDG(p);
+        out[1] = STREAM ? FMV_LDCS(p + 1) : FMV_LDG(p + 1);
+    }
+};
+
+// a value of type From read through the read-only path and cast to To
+template <typename To, typename From> FMV_DEV To cload(const From* p) { return ccast<To>(FMV_LDG(p)); }
+
+template <typename T> FMV_DEV T min_(T a, T b) { return a < b ? a : b; }
+
+}  // namespace fmv

@@ -1,0 +1,249 @@
+// sbgemv.cu -- per-frequency products with Fhat (stage 3), read in place.
+//
+//   Fhat : A (nf, nd, nm) complex TA, frequency-major, rows contiguous
+//   forward : Y[f, i, k] = sum_j A[f, i, j] * X[f, j, k]         X (nf, nm, K), Y (nf, nd, K)
+//   adjoint : Y[f, j, k] = sum_i conj(A[f, i, j]) * X[f, i, k]   X (nf, nd, K), Y (nf, nm, K)
+//
+// TA is the storage and arithmetic type (float2 / double2); TX, the type of
+// the input vector, is a separate template parameter so that a mixed-precision
+// cast is fused into the load.  Every element of A is read exactly once, with
+// 16-byte coalesced streaming loads (VEC = 2 pairs of float2, or one double2),
+// several loads in flight per thread (U).  K right-hand sides are handled KB at
+// a time (blockIdx.y selects the chunk): with K <= KB, A is read once for all.
+//
+// Tuned for short-wide matrices (nd << nm); correct for every shape.
+#include "fftmatvec_common.cuh"
+
+using fmv::index_t;
+
+// ---------------------------------------------------------------------------
+// Forward.  A group of G lanes (G a power of two <= 32) owns R consecutive rows
+// of one frequency and strides over the columns; X is loaded once per column
+// and used for the R rows.  Partial sums are reduced with shuffles inside the
+// group.  Launch: 1-D blocks of a multiple of 32 threads, gridDim.x groups
+// enough to cover nf * ceil(nd / R) groups, gridDim.y = ceil(K / KB).
+// Requirements: VEC == 2 only with nm even (rows 16-byte aligned); KB == 1
+// only with K == 1.
+// ---------------------------------------------------------------------------
+template <typename TA, typename TX, int R, int U, int VEC, int KB>
+__global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y,
+                           int nf, int nd, int nm, int K, int G) {
+    const int lane = threadIdx.x & 31;
+    const int sub = lane & (G - 1);
+    const index_t warp = ((index_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const index_t group = warp * (32 / G) + lane / G;
+    const int gpf = (nd + R - 1) / R;  // row groups per frequency
+    const bool active = group < (index_t)nf * gpf;
+    const int f = active ? (int)(group / gpf) : 0;
+    const int i0 = active ? (int)(group % gpf) * R : 0;
+    const int rows = fmv::min_(R, nd - i0);
+    const int k0 = blockIdx.y * KB;
+    const int kn = fmv::min_(KB, K - k0);
+
+    TA acc[R][KB];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int b = 0; b < KB; ++b) acc[r][b] = fmv::czero<TA>();
+
+    if (active) {
+        const TA* a[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) a[r] = A + ((index_t)f * nd + i0 + fmv::min_(r, rows - 1)) * nm;
+        const TX* x = X + (index_t)f * nm * K + k0;
+        const int step = G * VEC;
+        int j = sub * VEC;
+        // full iterations: U * VEC columns per lane, no bounds checks
+        for (; j + (U - 1) * step + VEC <= nm; j += U * step) {
+            TA av[U][R][VEC];
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+#pragma unroll
+                for (int r = 0; r < R; ++r) fmv::Loader<VEC, true>::load(a[r] + j + u * step, av[u][r]);
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                if (KB == 1) {  // K == 1: X[f] is contiguous, load VEC values at once
+                    TX xr[VEC];
+                    fmv::Loader<VEC, false>::load(x + j + u * step, xr);
+#pragma unroll
+                    for (int v = 0; v < VEC; ++v) {
+                        const TA xv = fmv::ccast<TA>(xr[v]);
+#pragma unroll
+                        for (int r = 0; r < R; ++r) fmv::cmac(acc[r][0], av[u][r][v], xv);
+                    }
+                } else {
+#pragma unroll
+                    for (int v = 0; v < VEC; ++v) {
+                        const TX* xj = x + (index_t)(j + u * step + v) * K;
+#pragma unroll
+                        for (int b = 0; b < KB; ++b) {
+                            if (b < kn) {
+                                const TA xv = fmv::cload<TA>(xj + b);
+#pragma unroll
+                                for (int r = 0; r < R; ++r) fmv::cmac(acc[r][b], av[u][r][v], xv);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // tail: one VEC-block per lane at a time (nm % VEC == 0 when VEC == 2)
+        for (; j < nm; j += step) {
+            TA av[R][VEC];
+#pragma unroll
+            for (int r = 0; r < R; ++r) fmv::Loader<VEC, true>::load(a[r] + j, av[r]);
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) {
+                const TX* xj = x + (index_t)(j + v) * K;
+#pragma unroll
+                for (int b = 0; b < KB; ++b) {
+                    if (KB == 1 || b < kn) {
+                        const TA xv = fmv::cload<TA>(xj + b);
+#pragma unroll
+                        for (int r = 0; r < R; ++r) fmv::cmac(acc[r][b], av[r][v], xv);
+                    }
+                }
+            }
+        }
+    }
+    // reduce inside the group (all lanes take part: no divergent shuffles)
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int b = 0; b < KB; ++b)
+            for (int off = G >> 1; off > 0; off >>= 1) {
+                acc[r][b].x += FMV_SHFL_XOR(acc[r][b].x, off, G);
+                acc[r][b].y += FMV_SHFL_XOR(acc[r][b].y, off, G);
+            }
+    if (active && sub == 0) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            if (r < rows) {
+                TA* y = Y + ((index_t)f * nd + i0 + r) * K + k0;
+#pragma unroll
+                for (int b = 0; b < KB; ++b)
+                    if (b < kn) y[b] = acc[r][b];
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Adjoint.  Each thread owns VEC consecutive columns j of one frequency and
+// loops over the rows i, so that a warp reads 32 * 16 contiguous bytes of a
+// row per load.  The block is CT column threads x RS row slices
+// (blockDim.x = CT * RS); slices split the rows and are summed through shared
+// memory at the end (RS > 1 for tall-narrow matrices).  X[f, i, k0:k0+KB] is
+// staged in shared memory CH rows at a time (cast to TA there).
+// Launch: gridDim.x = nf * ceil(nm / (CT * VEC)), gridDim.y = ceil(K / KB),
+// dynamic shared memory = (CH * KB + (RS > 1 ? CT * RS * VEC * KB : 0)) * sizeof(TA).
+// ---------------------------------------------------------------------------
+template <typename TA, typename TX, int U, int VEC, int KB>
+__global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y,
+                           int nf, int nd, int nm, int K, int RS, int CH) {
+    extern __shared__ __align__(16) unsigned char fmv_smem[];
+    TA* xs = reinterpret_cast<TA*>(fmv_smem);  // [CH][KB]
+    TA* red = xs + CH * KB;                   // [RS][CT][VEC][KB]
+
+    const int CT = blockDim.x / RS;
+    const int tid = threadIdx.x;
+    const int c = tid % CT;
+    const int s = tid / CT;
+    const int tiles = (nm + CT * VEC - 1) / (CT * VEC);
+    const int f = blockIdx.x / tiles;
+    const int tile = blockIdx.x % tiles;
+    const int j = (tile * CT + c) * VEC;
+    const bool active = j < nm;
+    const int k0 = blockIdx.y * KB;
+    const int kn = fmv::min_(KB, K - k0);
+
+    TA acc[VEC][KB];
+#pragma unroll
+    for (int v = 0; v < VEC; ++v)
+#pragma unroll
+        for (int b = 0; b < KB; ++b) acc[v][b] = fmv::czero<TA>();
+
+    const TA* a = A + (index_t)f * nd * nm + (active ? j : 0);
+    const TX* x = X + (index_t)f * nd * K + k0;
+    for (int ib = 0; ib < nd; ib += CH) {
+        const int n = fmv::min_(CH, nd - ib);
+        __syncthreads();
+        for (int t = tid; t < n * KB; t += blockDim.x) {
+            const int i = t / KB, b = t % KB;
+            xs[t] = (b < kn) ? fmv::cload<TA>(x + (index_t)(ib + i) * K + b) : fmv::czero<TA>();
+        }
+        __syncthreads();
+        if (active) {
+            const TA* ai = a + (index_t)ib * nm;
+            int i = s;
+            for (; i + (U - 1) * RS < n; i += U * RS) {
+                TA av[U][VEC];
+#pragma unroll
+                for (int u = 0; u < U; ++u) fmv::Loader<VEC, true>::load(ai + (index_t)(i + u * RS) * nm, av[u]);
+#pragma unroll
+                for (int u = 0; u < U; ++u)
+#pragma unroll
+                    for (int b = 0; b < KB; ++b) {
+                        const TA xv = xs[(i + u * RS) * KB + b];
+#pragma unroll
+                        for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[v][b], av[u][v], xv);
+                    }
+            }
+            for (; i < n; i += RS) {
+                TA av[VEC];
+                fmv::Loader<VEC, true>::load(ai + (index_t)i * nm, av);
+#pragma unroll
+                for (int b = 0; b < KB; ++b) {
+                    const TA xv = xs[i * KB + b];
+#pragma unroll
+                    for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[v][b], av[v], xv);
+                }
+            }
+        }
+    }
+    if (RS > 1) {
+        // sum the row slices: slice s stores, slice 0 adds
+        __syncthreads();
+#pragma unroll
+        for (int v = 0; v < VEC; ++v)
+#pragma unroll
+            for (int b = 0; b < KB; ++b) red[((s * CT + c) * VEC + v) * KB + b] = acc[v][b];
+        __syncthreads();
+        if (s == 0) {
+            for (int q = 1; q < RS; ++q)
+#pragma unroll
+                for (int v = 0; v < VEC; ++v)
+#pragma unroll
+                    for (int b = 0; b < KB; ++b) fmv::cadd(acc[v][b], red[((q * CT + c) * VEC + v) * KB + b]);
+        }
+    }
+    if (active && s == 0) {
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) {
+            TA* y = Y + ((index_t)f * nm + j + v) * K + k0;
+#pragma unroll
+            for (int b = 0; b < KB; ++b)
+                if (b < kn) y[b] = acc[v][b];
+        }
+    }
+}
+
+#ifdef FFTMATVEC_INSTANTIATE
+// Explicit instantiations for a standalone `nvcc -c` check (the Python side
+// instantiates through NVRTC name expressions instead).
+#define FMV_FWD(TA, TX, R, U, VEC, KB)                                                                       \
+    template __global__ void sbgemv_fwd<TA, TX, R, U, VEC, KB>(const TA*, const TX*, TA*, int, int, int, int, \
+                                                               int);
+#define FMV_ADJ(TA, TX, U, VEC, KB) \
+    template __global__ void sbgemv_adj<TA, TX, U, VEC, KB>(const TA*, const TX*, TA*, int, int, int, int, int, int);
+FMV_FWD(double2, double2, 4, 2, 1, 1)
+FMV_FWD(double2, float2, 4, 2, 1, 1)
+FMV_FWD(float2, float2, 4, 2, 2, 1)
+FMV_FWD(float2, double2, 4, 2, 2, 1)
+FMV_FWD(float2, float2, 1, 4, 1, 8)
+FMV_FWD(double2, double2, 2, 2, 1, 4)
+FMV_ADJ(double2, double2, 8, 1, 1)
+FMV_ADJ(float2, double2, 8, 2, 1)
+FMV_ADJ(float2, float2, 4, 1, 8)
+FMV_ADJ(double2, float2, 4, 1, 4)
+#endif

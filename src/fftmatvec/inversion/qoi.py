@@ -1,0 +1,193 @@
+"""QoI forecasts ``Q m_map`` with posterior standard deviations and 95% bands.
+
+The posterior covariance is ``Gpost = Gp - Gp F^T K^-1 F Gp`` with
+``K = Gn + F Gp F^T``, so for every QoI entry ``e`` (``Q`` has dims
+``(Nm, Nt)``, dimsd ``(Nq, Nt)``)
+
+    var_e = e^T Q Gp Q^T e - (reduction by the data).
+
+Two ways to get the reduction:
+
+* exact, from :class:`~fftmatvec.inversion.solve.DataSpaceCholesky`
+  (``K = L L^T``): ``||L^-1 F Gp Q^T e||^2``;
+* low rank, from :class:`LowRankPosterior`: the prior-preconditioned misfit
+  Hessian ``Ht = S F^T Gn^-1 F S ~ V diag(lam) V^T`` gives
+  ``Gpost ~ S (I - V diag(lam / (1 + lam)) V^T) S`` and the reduction
+  ``sum_i lam_i / (1 + lam_i) (e^T Q S v_i)^2``.  Dropping eigenpairs only
+  overestimates the variance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import solve_triangular
+
+from fftmatvec.errors import ConfigError
+from fftmatvec.inversion.cg import gram as plain_gram
+from fftmatvec.inversion.noise import WhiteNoise
+from fftmatvec.inversion.prior import Prior
+from fftmatvec.inversion.solve import DataSpaceCholesky, Operator, misfit_hessian, unit_columns
+
+Array = np.ndarray
+Gram = Callable[[Array, Array], Array]
+Z95 = 1.96
+
+
+@dataclass
+class QoIForecast:
+    """Predicted QoI time series with its posterior uncertainty.
+
+    Attributes
+    ----------
+    mean : (Nq, Nt) float64
+        ``Q m_map``.
+    std : (Nq, Nt) float64
+        Posterior standard deviation of each entry.
+    """
+
+    mean: Array
+    std: Array
+
+    @property
+    def lower(self) -> Array:
+        """Lower end of the 95% band, ``mean - 1.96 std``."""
+        return self.mean - Z95 * self.std
+
+    @property
+    def upper(self) -> Array:
+        """Upper end of the 95% band, ``mean + 1.96 std``."""
+        return self.mean + Z95 * self.std
+
+
+def apply_batched(fun: Callable[[Array], Array], X: Array, batch: int) -> Array:
+    """``fun`` applied to ``X (..., k)`` in column chunks of ``batch``
+    (bounds the work arrays of ``fun``), results stacked on the last axis."""
+    return np.concatenate([fun(np.ascontiguousarray(X[..., c:c + batch]))
+                           for c in range(0, X.shape[-1], batch)], axis=-1)
+
+
+def orthonormalize(Y: Array, gram: Gram = plain_gram) -> Array:
+    """Orthonormal basis of the column space of ``Y (..., k)``.
+
+    Two passes of ``Y <- Y V diag(w)^{-1/2}`` with ``gram(Y, Y) = V diag(w) V^T``
+    (needs only block inner products, so it runs distributed as it is);
+    directions with ``w < 1e-14 max(w)`` (singular values below ~1e-7 of the
+    largest) are dropped.
+
+    Returns
+    -------
+    (..., k') float64, ``k' <= k``, ``gram(Q, Q) = I`` to rounding
+    """
+    for _ in range(2):
+        w, V = np.linalg.eigh(gram(Y, Y))
+        keep = w > 1e-14 * w.max(initial=0.0)
+        Y = Y @ (V[:, keep] / np.sqrt(w[keep]))
+    return Y
+
+
+def double_pass(H: Callable[[Array], Array], Omega: Array, rank: int, *,
+                gram: Gram = plain_gram, batch: int = 32) -> tuple[Array, Array]:
+    """Randomized double-pass eigensolver (Halko et al. 2011, alg. 5.3).
+
+    Parameters
+    ----------
+    H : callable, (..., k) -> (..., k)
+        Symmetric operator, applied to batches of columns.
+    Omega : (..., rank + oversampling) float64
+        Random test vectors.
+    rank : int
+        Eigenpairs to keep.
+    gram : callable
+        Block inner product.
+    batch : int
+        Columns per application of ``H``.
+
+    Returns
+    -------
+    lam : (r,) float64, descending, ``r <= rank``
+    V : (..., r) float64, orthonormal eigenvectors
+    """
+    B = orthonormalize(apply_batched(H, Omega, batch), gram)
+    if B.shape[-1] == 0:  # H Omega == 0
+        return np.zeros(0), B
+    T = gram(B, apply_batched(H, B, batch))
+    lam, U = np.linalg.eigh(0.5 * (T + T.T))
+    order = np.argsort(lam)[::-1][:rank]
+    return lam[order], B @ U[:, order]
+
+
+class LowRankPosterior:
+    """Low-rank posterior from the prior-preconditioned misfit Hessian.
+
+    ``Ht = S F^T Gn^-1 F S`` is approximated by its ``rank`` leading
+    eigenpairs, found by :func:`double_pass` with Gaussian test vectors
+    (``2 (rank + oversampling)`` batched applications of ``Ht``).
+
+    Parameters
+    ----------
+    F : Operator, dims (Nm, Nt), dimsd (Nd, Nt)
+    prior : Prior
+    noise : WhiteNoise
+    rank : int
+        At most ``Nd*Nt`` eigenvalues are nonzero: that rank is exact.
+    oversampling : int
+    rng : numpy.random.Generator, optional
+    gram : callable
+        Block inner product of parameter space.
+    batch : int
+        Columns per batched product.
+
+    Attributes
+    ----------
+    eigenvalues : (r,) float64
+    eigenvectors : (Nm, Nt, r) float64
+    """
+
+    def __init__(self, F: Operator, prior: Prior, noise: WhiteNoise, rank: int, *,
+                 oversampling: int = 10, rng: np.random.Generator | None = None,
+                 gram: Gram = plain_gram, batch: int = 32) -> None:
+        if rank < 1 or oversampling < 0:
+            raise ConfigError("rank must be >= 1 and oversampling >= 0")
+        self.F, self.prior = F, prior
+        rng = np.random.default_rng() if rng is None else rng
+        Omega = rng.standard_normal((*F.dims, rank + oversampling))
+        self.eigenvalues, self.eigenvectors = double_pass(
+            lambda X: prior.sqrt(misfit_hessian(F, noise, prior.sqrt(X))),
+            Omega, rank, gram=gram, batch=batch)
+
+
+def qoi_forecast(Q: Operator, m_map: Array, posterior: DataSpaceCholesky | LowRankPosterior,
+                 *, batch: int = 32) -> QoIForecast:
+    """QoI mean ``Q m_map`` and posterior standard deviation.
+
+    Parameters
+    ----------
+    Q : Operator, dims (Nm, Nt), dimsd (Nq, Nt)
+    m_map : (Nm, Nt) float64
+    posterior : DataSpaceCholesky (exact) or LowRankPosterior
+    batch : int
+        QoI entries per batched product (``Nq*Nt`` entries in all).
+
+    Returns
+    -------
+    QoIForecast
+    """
+    prior, n = posterior.prior, Q.dimsd[0] * Q.dimsd[1]
+    exact = isinstance(posterior, DataSpaceCholesky)
+    var = np.empty(n)
+    for c0 in range(0, n, batch):
+        c1 = min(c0 + batch, n)
+        Y = prior.apply(Q.rmatvec(unit_columns(Q.dimsd, c0, c1)))  # Gp Q^T e
+        var[c0:c1] = Q.matvec(Y).reshape(n, -1)[np.arange(c0, c1), np.arange(c1 - c0)]
+        if exact:
+            FY = posterior.F.matvec(Y).reshape(-1, c1 - c0)
+            var[c0:c1] -= (solve_triangular(posterior.factor[0], FY, lower=True)**2).sum(axis=0)
+    var = var.reshape(Q.dimsd)
+    if not exact and posterior.eigenvalues.size:
+        lam = posterior.eigenvalues
+        W = apply_batched(lambda V: Q.matvec(prior.sqrt(V)), posterior.eigenvectors, batch)
+        var -= (W**2) @ (lam / (1.0 + lam))
+    return QoIForecast(Q.matvec(m_map), np.sqrt(np.maximum(var, 0.0)))
