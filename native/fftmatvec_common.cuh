@@ -38,8 +38,18 @@ template <> struct real_of<float> { typedef float type; };
 template <> struct real_of<double> { typedef double type; };
 
 template <typename C> FMV_DEV C cmake(typename real_of<C>::type re, typename real_of<C>::type im);
-template <> FMV_DEV float2 cmake<float2>(float re, float im) { return make_float2(re, im); }
-template <> FMV_DEV double2 cmake<double2>(double re, double im) { return make_double2(re, im); }
+template <> FMV_DEV float2 cmake<float2>(float re, float im) {
+    float2 r;
+    r.x = re;
+    r.y = im;
+    return r;
+}
+template <> FMV_DEV double2 cmake<double2>(double re, double im) {
+    double2 r;
+    r.x = re;
+    r.y = im;
+    return r;
+}
 
 template <typename C> FMV_DEV C czero() { return cmake<C>(0, 0); }
 
@@ -90,8 +100,8 @@ template <bool STREAM> struct Loader<2, STREAM> {
     static FMV_DEV void load(const float2* p, float2* out) {
         const float4* q = reinterpret_cast<const float4*>(p);
         float4 v = STREAM ? FMV_LDCS(q) : FMV_LDG(q);
-        out[0] = make_float2(v.x, v.y);
-        out[1] = make_float2(v.z, v.w);
+        out[0] = cmake<float2>(v.x, v.y);
+        out[1] = cmake<float2>(v.z, v.w);
     }
     static FMV_DEV void load(const double2* p, double2* out) {
         out[0] = STREAM ? FMV_LDCS(p) : FMV_LDG(p);

@@ -18,7 +18,7 @@ using fmv::index_t;
 
 template <typename TI, typename TO>
 __global__ void pad_kernel(const TI* __restrict__ x, TO* __restrict__ out, int n, int nt, int K, int TT) {
-    extern __shared__ __align__(16) unsigned char fmv_smem[];
+    extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     TI* tile = reinterpret_cast<TI*>(fmv_smem);
     const int TC = TT * K, ld = TC + 1;
     const int t0 = blockIdx.x * TT, j0 = blockIdx.y * 32;
@@ -43,7 +43,7 @@ __global__ void pad_kernel(const TI* __restrict__ x, TO* __restrict__ out, int n
 template <typename TI, typename TO>
 __global__ void unpad_kernel(const TI* __restrict__ x, TO* __restrict__ out, int n, int nt, int K, int TT,
                              typename fmv::real_of<TO>::type scale) {
-    extern __shared__ __align__(16) unsigned char fmv_smem[];
+    extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     TI* tile = reinterpret_cast<TI*>(fmv_smem);
     const int TC = TT * K, ld = TC + 1;
     const int t0 = blockIdx.x * TT, j0 = blockIdx.y * 32;
@@ -76,6 +76,55 @@ __global__ void ccast_kernel(const TI* __restrict__ x, TO* __restrict__ out, ind
     }
 }
 
+// ---------------------------------------------------------------------------
+// Series-major helpers for the contiguous (fast) cuFFT layouts.
+// conv/scale work on real (float/double) and complex (float2/double2) values.
+// ---------------------------------------------------------------------------
+namespace fmv {
+template <typename TO, typename TI> struct Conv {
+    static FMV_DEV TO run(const TI v, typename real_of<TO>::type s) { return static_cast<TO>(s * static_cast<TO>(v)); }
+};
+template <typename TI> struct Conv<float2, TI> {
+    static FMV_DEV float2 run(const TI v, float s) { return cmake<float2>(s * (float)v.x, s * (float)v.y); }
+};
+template <typename TI> struct Conv<double2, TI> {
+    static FMV_DEV double2 run(const TI v, double s) { return cmake<double2>(s * (double)v.x, s * (double)v.y); }
+};
+}  // namespace fmv
+
+// out[b * obs + c] = scale * in[b * ibs + c],  b < B, c < C  (rows copied, cast and scaled).
+// Launch: 1-D blocks, any grid (rows are grid-strided).
+template <typename TI, typename TO>
+__global__ void rowcopy_kernel(const TI* __restrict__ in, TO* __restrict__ out, int B, int C, index_t ibs, index_t obs,
+                               typename fmv::real_of<TO>::type scale) {
+    for (int b = blockIdx.x; b < B; b += gridDim.x) {
+        const TI* src = in + (index_t)b * ibs;
+        TO* dst = out + (index_t)b * obs;
+        for (int c = threadIdx.x; c < C; c += blockDim.x) dst[c] = fmv::Conv<TO, TI>::run(src[c], scale);
+    }
+}
+
+// Batched 2-D transpose: out[b * obs + c * ldo + r] = scale * in[b * ibs + r * ldi + c],  r < R, c < C.
+// Launch: blockDim (32, 8), gridDim (ceil(C / 32), ceil(R / 32), B).
+template <typename TI, typename TO>
+__global__ void btranspose_kernel(const TI* __restrict__ in, TO* __restrict__ out, int R, int C, index_t ldi,
+                                  index_t ldo, index_t ibs, index_t obs, typename fmv::real_of<TO>::type scale) {
+    __shared__ TO tile[32][33];
+    const int c0 = blockIdx.x * 32, r0 = blockIdx.y * 32;
+    const TI* src = in + (index_t)blockIdx.z * ibs;
+    TO* dst = out + (index_t)blockIdx.z * obs;
+    const int tx = threadIdx.x;
+    for (int rr = threadIdx.y; rr < 32; rr += blockDim.y) {
+        const int r = r0 + rr, c = c0 + tx;
+        if (r < R && c < C) tile[rr][tx] = fmv::Conv<TO, TI>::run(src[(index_t)r * ldi + c], scale);
+    }
+    __syncthreads();
+    for (int cc = threadIdx.y; cc < 32; cc += blockDim.y) {
+        const int c = c0 + cc, r = r0 + tx;
+        if (r < R && c < C) dst[(index_t)c * ldo + r] = tile[tx][cc];
+    }
+}
+
 #ifdef FFTMATVEC_INSTANTIATE
 #define FMV_PAD(TI, TO) template __global__ void pad_kernel<TI, TO>(const TI*, TO*, int, int, int, int);
 #define FMV_UNPAD(TI, TO)                                                                  \
@@ -95,4 +144,20 @@ FMV_CCAST(double2, float2)
 FMV_CCAST(float2, double2)
 FMV_CCAST(double2, double2)
 FMV_CCAST(float2, float2)
+#define FMV_ROWCOPY(TI, TO)                                                                                 \
+    template __global__ void rowcopy_kernel<TI, TO>(const TI*, TO*, int, int, index_t, index_t, \
+                                                    typename fmv::real_of<TO>::type);
+#define FMV_BTRANSPOSE(TI, TO)                                                                                \
+    template __global__ void btranspose_kernel<TI, TO>(const TI*, TO*, int, int, index_t, index_t, index_t, \
+                                                       index_t, typename fmv::real_of<TO>::type);
+FMV_ROWCOPY(double, double)
+FMV_ROWCOPY(double, float)
+FMV_ROWCOPY(float, double)
+FMV_ROWCOPY(float, float)
+FMV_BTRANSPOSE(double, float)
+FMV_BTRANSPOSE(float, double)
+FMV_BTRANSPOSE(double2, double2)
+FMV_BTRANSPOSE(float2, double2)
+FMV_BTRANSPOSE(double2, float2)
+FMV_BTRANSPOSE(float2, float2)
 #endif

@@ -20,23 +20,32 @@ using fmv::index_t;
 // Forward.  A group of G lanes (G a power of two <= 32) owns R consecutive rows
 // of one frequency and strides over the columns; X is loaded once per column
 // and used for the R rows.  Partial sums are reduced with shuffles inside the
-// group.  Launch: 1-D blocks of a multiple of 32 threads, gridDim.x groups
-// enough to cover nf * ceil(nd / R) groups, gridDim.y = ceil(K / KB).
-// Requirements: VEC == 2 only with nm even (rows 16-byte aligned); KB == 1
-// only with K == 1.
+// group.  Only columns [col0, col1) are summed (a chunk of a pipelined
+// product).  With S > 1 these are split into S blocks of cw columns (more,
+// smaller work items: no idle tail when there are few rows); group g handles
+// split g % S and writes its partial sums to the S slices of Y (S * nf * nd * K
+// values), which sum_splits adds up in a fixed order.
+// Launch: 1-D blocks of a multiple of 32 threads, enough groups to cover
+// nf * ceil(nd / R) * S, gridDim.y = ceil(K / KB).
+// Requirements: VEC == 2 only with nm, col0, cw even (16-byte aligned loads);
+// KB == 1 only with K == 1.
 // ---------------------------------------------------------------------------
 template <typename TA, typename TX, int R, int U, int VEC, int KB>
 __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y,
-                           int nf, int nd, int nm, int K, int G) {
+                           int nf, int nd, int nm, int K, int G, int S, int cw, int col0, int col1) {
     const int lane = threadIdx.x & 31;
     const int sub = lane & (G - 1);
     const index_t warp = ((index_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const index_t group = warp * (32 / G) + lane / G;
     const int gpf = (nd + R - 1) / R;  // row groups per frequency
-    const bool active = group < (index_t)nf * gpf;
-    const int f = active ? (int)(group / gpf) : 0;
-    const int i0 = active ? (int)(group % gpf) * R : 0;
+    const bool active = group < (index_t)nf * gpf * S;
+    const int split = active ? (int)(group % S) : 0;
+    const index_t rg = active ? group / S : 0;
+    const int f = (int)(rg / gpf);
+    const int i0 = (int)(rg % gpf) * R;
     const int rows = fmv::min_(R, nd - i0);
+    const int jbeg = col0 + split * cw;
+    const int jend = fmv::min_(col1, jbeg + cw);
     const int k0 = blockIdx.y * KB;
     const int kn = fmv::min_(KB, K - k0);
 
@@ -52,19 +61,30 @@ __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, T
         for (int r = 0; r < R; ++r) a[r] = A + ((index_t)f * nd + i0 + fmv::min_(r, rows - 1)) * nm;
         const TX* x = X + (index_t)f * nm * K + k0;
         const int step = G * VEC;
-        int j = sub * VEC;
-        // full iterations: U * VEC columns per lane, no bounds checks
-        for (; j + (U - 1) * step + VEC <= nm; j += U * step) {
+        // U * VEC columns per lane per iteration, loads predicated (zero outside
+        // the split) so that short splits still have U loads in flight.
+        // (nm % VEC == 0 and cw % VEC == 0 when VEC == 2.)
+        for (int j = jbeg + sub * VEC; j < jend; j += U * step) {
             TA av[U][R][VEC];
 #pragma unroll
-            for (int u = 0; u < U; ++u)
+            for (int u = 0; u < U; ++u) {
+                const bool in = j + u * step < jend;
 #pragma unroll
-                for (int r = 0; r < R; ++r) fmv::Loader<VEC, true>::load(a[r] + j + u * step, av[u][r]);
+                for (int r = 0; r < R; ++r) {
+                    if (in) {
+                        fmv::Loader<VEC, true>::load(a[r] + j + u * step, av[u][r]);
+                    } else {
+#pragma unroll
+                        for (int v = 0; v < VEC; ++v) av[u][r][v] = fmv::czero<TA>();
+                    }
+                }
+            }
 #pragma unroll
             for (int u = 0; u < U; ++u) {
+                const int ju = fmv::min_(j + u * step, jend - VEC);  // clamped: av is zero beyond jend
                 if (KB == 1) {  // K == 1: X[f] is contiguous, load VEC values at once
                     TX xr[VEC];
-                    fmv::Loader<VEC, false>::load(x + j + u * step, xr);
+                    fmv::Loader<VEC, false>::load(x + ju, xr);
 #pragma unroll
                     for (int v = 0; v < VEC; ++v) {
                         const TA xv = fmv::ccast<TA>(xr[v]);
@@ -74,7 +94,7 @@ __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, T
                 } else {
 #pragma unroll
                     for (int v = 0; v < VEC; ++v) {
-                        const TX* xj = x + (index_t)(j + u * step + v) * K;
+                        const TX* xj = x + (index_t)(ju + v) * K;
 #pragma unroll
                         for (int b = 0; b < KB; ++b) {
                             if (b < kn) {
@@ -83,24 +103,6 @@ __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, T
                                 for (int r = 0; r < R; ++r) fmv::cmac(acc[r][b], av[u][r][v], xv);
                             }
                         }
-                    }
-                }
-            }
-        }
-        // tail: one VEC-block per lane at a time (nm % VEC == 0 when VEC == 2)
-        for (; j < nm; j += step) {
-            TA av[R][VEC];
-#pragma unroll
-            for (int r = 0; r < R; ++r) fmv::Loader<VEC, true>::load(a[r] + j, av[r]);
-#pragma unroll
-            for (int v = 0; v < VEC; ++v) {
-                const TX* xj = x + (index_t)(j + v) * K;
-#pragma unroll
-                for (int b = 0; b < KB; ++b) {
-                    if (KB == 1 || b < kn) {
-                        const TA xv = fmv::cload<TA>(xj + b);
-#pragma unroll
-                        for (int r = 0; r < R; ++r) fmv::cmac(acc[r][b], av[r][v], xv);
                     }
                 }
             }
@@ -116,10 +118,12 @@ __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, T
                 acc[r][b].y += FMV_SHFL_XOR(acc[r][b].y, off, G);
             }
     if (active && sub == 0) {
+        // S > 1: partial sums of column block `split` go to Y + split * nf * nd * K (see sum_splits)
+        TA* Ys = Y + (index_t)split * nf * nd * K;
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             if (r < rows) {
-                TA* y = Y + ((index_t)f * nd + i0 + r) * K + k0;
+                TA* y = Ys + ((index_t)f * nd + i0 + r) * K + k0;
 #pragma unroll
                 for (int b = 0; b < KB; ++b)
                     if (b < kn) y[b] = acc[r][b];
@@ -135,13 +139,14 @@ __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, T
 // (blockDim.x = CT * RS); slices split the rows and are summed through shared
 // memory at the end (RS > 1 for tall-narrow matrices).  X[f, i, k0:k0+KB] is
 // staged in shared memory CH rows at a time (cast to TA there).
-// Launch: gridDim.x = nf * ceil(nm / (CT * VEC)), gridDim.y = ceil(K / KB),
+// Only columns [col0, col1) are computed (col0 % VEC == 0).
+// Launch: gridDim.x = nf * ceil((col1 - col0) / (CT * VEC)), gridDim.y = ceil(K / KB),
 // dynamic shared memory = (CH * KB + (RS > 1 ? CT * RS * VEC * KB : 0)) * sizeof(TA).
 // ---------------------------------------------------------------------------
 template <typename TA, typename TX, int U, int VEC, int KB>
 __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y,
-                           int nf, int nd, int nm, int K, int RS, int CH) {
-    extern __shared__ __align__(16) unsigned char fmv_smem[];
+                           int nf, int nd, int nm, int K, int RS, int CH, int col0, int col1) {
+    extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     TA* xs = reinterpret_cast<TA*>(fmv_smem);  // [CH][KB]
     TA* red = xs + CH * KB;                   // [RS][CT][VEC][KB]
 
@@ -149,11 +154,11 @@ __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, T
     const int tid = threadIdx.x;
     const int c = tid % CT;
     const int s = tid / CT;
-    const int tiles = (nm + CT * VEC - 1) / (CT * VEC);
+    const int tiles = (col1 - col0 + CT * VEC - 1) / (CT * VEC);
     const int f = blockIdx.x / tiles;
     const int tile = blockIdx.x % tiles;
-    const int j = (tile * CT + c) * VEC;
-    const bool active = j < nm;
+    const int j = col0 + (tile * CT + c) * VEC;
+    const bool active = j < col1;
     const int k0 = blockIdx.y * KB;
     const int kn = fmv::min_(KB, K - k0);
 
@@ -228,14 +233,84 @@ __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, T
     }
 }
 
+// Y[i] = sum_s P[s * n + i], s = 0 .. S-1 in order (deterministic).
+template <typename TA>
+__global__ void sum_splits(const TA* __restrict__ P, TA* __restrict__ Y, index_t n, int S) {
+    for (index_t i = (index_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (index_t)gridDim.x * blockDim.x) {
+        TA acc = P[i];
+        for (int s = 1; s < S; ++s) fmv::cadd(acc, P[(index_t)s * n + i]);
+        Y[i] = acc;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Adjoint, one right-hand side, balanced.  The nf * nm output columns are
+// numbered frequency-major and cut into gridDim.x equal contiguous ranges, one
+// per block, so that every block (launched all at once: gridDim.x = resident
+// blocks) does the same work and none idles in a last partial wave.  A thread
+// owns VEC consecutive columns at a time and loops over the nd rows with U
+// 16-byte loads in flight; X[f, i] is the same for a whole warp (L1 broadcast).
+// Only columns [col0, col1) are computed.  Requirements: nm, col0, col1 multiples of VEC.
+// ---------------------------------------------------------------------------
+template <typename TA, typename TX, int U, int VEC>
+__global__ void sbgemv_adj_flat(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y, int nf,
+                                int nd, int nm, index_t per_block, int col0, int col1) {
+    const int w = col1 - col0;  // columns computed per frequency, a multiple of VEC
+    const index_t units = (index_t)nf * (w / VEC);
+    const index_t beg = (index_t)blockIdx.x * per_block;
+    const index_t end = beg + per_block < units ? beg + per_block : units;
+    for (index_t u = beg + threadIdx.x; u < end; u += blockDim.x) {
+        const index_t c = u * VEC;
+        const int f = (int)(c / w);
+        const int j = col0 + (int)(c - (index_t)f * w);
+        const TA* a = A + (index_t)f * nd * nm + j;
+        const TX* x = X + (index_t)f * nd;
+        TA acc[VEC];
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) acc[v] = fmv::czero<TA>();
+        int i = 0;
+        for (; i + U <= nd; i += U) {
+            TA av[U][VEC];
+#pragma unroll
+            for (int q = 0; q < U; ++q) fmv::Loader<VEC, true>::load(a + (index_t)(i + q) * nm, av[q]);
+#pragma unroll
+            for (int q = 0; q < U; ++q) {
+                const TA xv = fmv::cload<TA>(x + i + q);
+#pragma unroll
+                for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[v], av[q][v], xv);
+            }
+        }
+        for (; i < nd; ++i) {
+            TA av[VEC];
+            fmv::Loader<VEC, true>::load(a + (index_t)i * nm, av);
+            const TA xv = fmv::cload<TA>(x + i);
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[v], av[v], xv);
+        }
+        TA* y = Y + (index_t)f * nm + j;
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) y[v] = acc[v];
+    }
+}
+
 #ifdef FFTMATVEC_INSTANTIATE
 // Explicit instantiations for a standalone `nvcc -c` check (the Python side
 // instantiates through NVRTC name expressions instead).
 #define FMV_FWD(TA, TX, R, U, VEC, KB)                                                                       \
     template __global__ void sbgemv_fwd<TA, TX, R, U, VEC, KB>(const TA*, const TX*, TA*, int, int, int, int, \
-                                                               int);
+                                                               int, int, int, int, int);
+#define FMV_FLAT(TA, TX, U, VEC) \
+    template __global__ void sbgemv_adj_flat<TA, TX, U, VEC>(const TA*, const TX*, TA*, int, int, int, index_t, int, \
+                                                             int);
+template __global__ void sum_splits<float2>(const float2*, float2*, index_t, int);
+template __global__ void sum_splits<double2>(const double2*, double2*, index_t, int);
+FMV_FLAT(double2, double2, 8, 1)
+FMV_FLAT(float2, float2, 8, 2)
+FMV_FLAT(float2, double2, 8, 2)
+FMV_FLAT(double2, float2, 8, 1)
 #define FMV_ADJ(TA, TX, U, VEC, KB) \
-    template __global__ void sbgemv_adj<TA, TX, U, VEC, KB>(const TA*, const TX*, TA*, int, int, int, int, int, int);
+    template __global__ void sbgemv_adj<TA, TX, U, VEC, KB>(const TA*, const TX*, TA*, int, int, int, int, int, int, \
+                                                            int, int);
 FMV_FWD(double2, double2, 4, 2, 1, 1)
 FMV_FWD(double2, float2, 4, 2, 1, 1)
 FMV_FWD(float2, float2, 4, 2, 2, 1)

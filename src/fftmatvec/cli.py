@@ -16,7 +16,7 @@ import sys
 from . import __version__
 from .errors import ConfigError, FftmatvecError
 
-COMMANDS = ("info", "matvec", "bench", "generate")
+COMMANDS = ("info", "matvec", "bench", "generate", "invert")
 
 
 class _Parser(argparse.ArgumentParser):

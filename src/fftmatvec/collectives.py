@@ -139,6 +139,14 @@ class MPICollectives(Collectives):
         super().__init__()
         self._MPI = MPI
         self._dtlib = dtlib
+        self._types = {
+            np.dtype(np.float64): MPI.DOUBLE,
+            np.dtype(np.float32): MPI.FLOAT,
+            np.dtype(np.complex128): MPI.C_DOUBLE_COMPLEX,
+            np.dtype(np.complex64): MPI.C_FLOAT_COMPLEX,
+            np.dtype(np.int64): MPI.INT64_T,
+            np.dtype(np.int32): MPI.INT32_T,
+        }
         self.comm = comm
         self.size = comm.Get_size()
         self.rank = comm.Get_rank()
@@ -146,9 +154,15 @@ class MPICollectives(Collectives):
             cuda_aware = os.environ.get(CUDA_AWARE_ENV, "0").strip().lower() in ("1", "yes", "true")
         self.cuda_aware = cuda_aware
 
+    def _type(self, dtype: Any) -> Any:
+        """The predefined MPI datatype of ``dtype`` (reductions need one)."""
+        dtype = np.dtype(dtype)
+        mpi_type = self._types.get(dtype.newbyteorder("=") if dtype.byteorder != "|" else dtype)
+        return mpi_type if mpi_type is not None else self._dtlib.from_numpy_dtype(dtype)
+
     def _spec(self, buf: Array) -> list:
         """``[buffer, MPI datatype]`` with the datatype from the dtype (complex allowed)."""
-        return [buf, self._dtlib.from_numpy_dtype(buf.dtype)]
+        return [buf, self._type(buf.dtype)]
 
     def _host(self, buf: Array) -> tuple[Array, bool]:
         """The array MPI sees for ``buf`` and whether it is a host copy."""
@@ -230,7 +244,7 @@ class MPICollectives(Collectives):
         spec = None
         if self.rank == root:
             self._check(send, "scatterv input")
-            spec = [send, (list(counts), displs), self._dtlib.from_numpy_dtype(send.dtype)]
+            spec = [send, (list(counts), displs), self._type(send.dtype)]
         self.comm.Scatterv(spec, self._spec(recv), root=root)
         self._account("scatterv", recv.nbytes, time.perf_counter() - t0)
         return recv
@@ -242,7 +256,7 @@ class MPICollectives(Collectives):
         spec = None
         if root is None or self.rank == root:
             self._check(recv, "gatherv output")
-            spec = [recv, (list(counts), displs), self._dtlib.from_numpy_dtype(recv.dtype)]
+            spec = [recv, (list(counts), displs), self._type(recv.dtype)]
         if root is None:
             self.comm.Allgatherv(self._spec(send), spec)
         else:

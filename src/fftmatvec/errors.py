@@ -99,8 +99,7 @@ def collective(comm: Any, what: str) -> Iterator[Vote]:
         if agreed(exc, comm):
             raise  # already the same on every rank of comm
         original = exc
-        msg = str(exc) if isinstance(exc, FftmatvecError) else f"{type(exc).__name__}: {exc}"
-        report = (msg.strip() or type(exc).__name__, _class_path(exc))
+        report = (describe(exc), _class_path(exc))
     results = comm.allgather((report, vote._value))
     vote.values = [value for _, value in results]
     failed = [(r, rep) for r, (rep, _) in enumerate(results) if rep is not None]
@@ -120,6 +119,15 @@ def collective(comm: Any, what: str) -> Iterator[Vote]:
     err.ranks = [r for r, _ in failed]
     _mark_agreed(err, comm)
     raise err from original
+
+
+def describe(exc: BaseException) -> str:
+    """One-line text of ``exc``: the message of a FftmatvecError, else
+    ``"ClassName: message"`` (just the class name when the message is empty)."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, FftmatvecError) and text:
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def agreed(exc: BaseException, comm: Any = None) -> bool:

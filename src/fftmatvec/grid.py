@@ -320,7 +320,12 @@ class ProcessGrid(_GridBase):
 
             comm = world()
         size = 1 if comm is None else comm.Get_size()
-        shape = parse_shape(option, size, Nd, Nm)
+        try:
+            shape = parse_shape(option, size, Nd, Nm)
+        except ConfigError as exc:
+            if comm is None:
+                raise ConfigError(f"{exc} (mpi4py is not installed: one process only)") from None
+            raise
         if size == 1 and shape == (1, 1):
             return SerialGrid()
         return cls(comm, shape, Nd=Nd, Nm=Nm, **kwargs)

@@ -11,7 +11,7 @@ import sys
 import traceback
 from typing import Any, Callable, TypeVar
 
-from .errors import ConfigError, agreed
+from .errors import ConfigError, FftmatvecError, agreed
 
 T = TypeVar("T")
 
@@ -82,17 +82,20 @@ def run_collectively(main: Callable[..., T], *args: Any, comm: Any = None, **kwa
 def _abort(comm: Any, exc: BaseException) -> None:
     """Print a rank-tagged message and abort the whole job."""
     r = comm.Get_rank()
-    what = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
+    text = " ".join(str(exc).split())
+    what = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     try:
         sys.stdout.flush()
-        lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
         sys.stderr.write(f"fftmatvec: error on rank {r} of {comm.Get_size()}: {what}\n")
-        from .errors import FftmatvecError
-
         default = "0" if isinstance(exc, FftmatvecError) else "1"
         if os.environ.get("FFTMATVEC_TRACEBACK", default) != "0":
+            lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
             sys.stderr.write("".join(f"[rank {r}] {line}" for chunk in lines for line in chunk.splitlines(True)))
         sys.stderr.write(f"fftmatvec: aborting all ranks (rank {r} failed)\n")
         sys.stderr.flush()
     finally:
         comm.Abort(1)
+        # MPI_Abort may return before the launcher kills us (MPICH does):
+        # leave now, without Python's own traceback and exit handlers.
+        if type(comm).__module__.split(".")[0] == "mpi4py":
+            os._exit(1)

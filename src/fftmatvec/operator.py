@@ -35,6 +35,13 @@ class BTTOperator:
         Five-letter code for ``F`` products (design.md section 3).
     adjoint_precision : str, optional
         Code for ``F^T`` products; default: the same as ``precision``.
+    tolerance : float, optional
+        With ``precision="auto"`` (and/or ``adjoint_precision="auto"``):
+        measure all 32 codes on this operator and keep, for ``F`` and for
+        ``F^T`` separately, the fastest whose relative error against
+        all-double is at most ``tolerance`` (:mod:`fftmatvec.tuning`,
+        docs/precision.md; one process only).  The measurement is kept as
+        :attr:`tuning`.
     device : {"cpu", "gpu", "auto"} or Backend
     aux : (Nd, Nm, Nt) float64 array, optional
         First block column of a second BTT ``G`` of the same shape, for
@@ -49,6 +56,8 @@ class BTTOperator:
     dims : (Nm, Nt)
     dimsd : (Nd, Nt)
     shape : (Nd*Nt, Nm*Nt)
+    tuning : fftmatvec.tuning.Tuning or None
+        The measurement behind ``precision="auto"`` (table, Pareto front, choice).
     """
 
     def __init__(
@@ -61,8 +70,20 @@ class BTTOperator:
         aux: np.ndarray | None = None,
         grid: Any = None,
         shape: tuple[int, int, int] | None = None,
+        tolerance: float | None = None,
     ) -> None:
         self.grid = grid if grid is not None else SerialGrid()
+        # precision="auto" + tolerance: measure, then go on with the chosen codes.
+        self.tuning = None
+        if tolerance is not None or any(
+            isinstance(p, str) and p.strip().lower() == "auto" for p in (precision, adjoint_precision)
+        ):
+            from .tuning import auto_precision
+
+            device = get_backend(device)  # one backend for the measurement and the operator
+            self.tuning = auto_precision(f, precision, adjoint_precision, tolerance,
+                                         backend=device, grid=self.grid, shape=shape)
+            precision, adjoint_precision = self.tuning.forward, self.tuning.adjoint
         self.precision = _precision.parse(precision)
         self.adjoint_precision = _precision.parse(adjoint_precision or precision)
         # Everything that can fail on one rank only (device, shapes, NaN in a
@@ -257,7 +278,8 @@ class BTTOperator:
                 expected = (n_local, self.Nt)
                 if v.ndim not in (2, 3) or v.shape[:2] != expected:
                     raise ConfigError(f"input must have shape {expected} or {expected + ('K',)}, got {v.shape}")
-                if not bool(be.xp.all(be.xp.isfinite(v))):
+                xp = be.xp if be.is_native(v) else np
+                if not bool(xp.all(xp.isfinite(v))):
                     raise FftmatvecError("input vector contains NaN or Inf")
                 vote.share((v.shape[2] if v.ndim == 3 else None,))
         shared = vote.agreed(f"the batch size K of the input of {what}")

@@ -89,3 +89,147 @@ def parse(code: "str | Precision") -> Precision:
             f"in stage order {'/'.join(STAGES)}, e.g. 'ddddd' or 'dssdd'"
         )
     return Precision(code.lower())
+
+
+# -- error model (design.md section 3) ------------------------------------------
+#
+#   ||dv|| / ||v|| <= kappa * [ c1 eps1 + (cF eps_d + c2 eps2 + c4 eps4) log2(L)
+#                               + c3 eps3 n_inner + c5 eps5 log2(2 n_reduce) ]
+#
+# eps_i: unit roundoff of stage i; eps_d: that of float64 (Fhat is always
+# computed in float64 at set-up).  Adaptations of the design's formula, which
+# keep its shape:
+#   * log2(Nt) is read as log2(L) = log2(2 Nt), the length of the transforms
+#     (so that Nt = 1 still counts the rounding of the cast and the FFT);
+#   * log2(pc) is read as log2(2 pc) = 1 + log2(pc): the unpad stage rounds
+#     the result to its precision once even without a reduction (pc = 1),
+#     then a tree reduction over pc partial results adds log2(pc) roundings;
+#   * n_inner and n_reduce depend on the direction: F sums over the local
+#     parameter blocks, nm = ceil(Nm/pc), and reduces over the pc ranks of a
+#     grid row; F^T sums over the local sensor blocks, nd = ceil(Nd/pr), and
+#     reduces over the pr ranks of a grid column (see :func:`model_sizes`);
+#   * kappa is the condition of the *product*, kappa = ||F|| ||x|| / ||F x||
+#     (||F^T|| ||d|| / ||F^T d|| for the adjoint), with ||F|| bounded by
+#     max_k sigma_max(Fhat[k]).  Every stage's error is a perturbation whose
+#     effect on the result is at most ||F|| times its size; kappa turns that
+#     into a relative error of the result.  For random (Gaussian) inputs it
+#     concentrates at ||F||_2 sqrt(n_in) / ||F||_F, finite even for a
+#     rank-deficient F.  The design's "worst condition number over
+#     frequencies", max_k sigma_max(Fhat[k]) / sigma_min(Fhat[k]), is infinite
+#     for a rank-deficient Fhat[k] and huge for the numerically low-rank maps
+#     of real problems, yet the error of a product does not grow with it: it
+#     is reported as a diagnostic only (docs/precision.md).
+#
+# The constants are empirical: per stage, twice the largest ratio of the
+# measured error (one stage in single precision, the rest in double, random
+# Gaussian probes, against all-double) to kappa * eps * (its size factor),
+# over random operators of several shapes and condition numbers; cF likewise
+# from the all-double error against exact integer arithmetic.  Reproduce them
+# with ``python benchmarks/calibrate_precision.py`` (docs/precision.md).
+#
+# Calibrated (benchmarks/calibrate_precision.py, seed 2024, CPU backend: 80
+# operators from 1x1x1 to 40x300x128 and 4x1000x32, conditions 1 to 1e8,
+# rank-deficient, i.i.d. decaying, orthogonal and the 1-D tsunami map; both
+# directions, 4 probes each).  Largest observed ratios: 0.87 for c1, c2, c4,
+# c5 and 1.42 for c3 (all at the scalar 1x1x1 operator, where one rounding
+# of one number is the whole error; at realistic sizes the ratios are 0.1-0.4
+# for c1, c5, 0.03-0.15 for c2, c4 and 0.005-0.6 for c3), 0.22 for cF.  With
+# these constants the largest error/bound over all 32 codes was 0.49.
+C1 = 1.8  # pad: cast of the input
+C2 = 1.8  # fft: cast to the FFT precision + forward FFT, per log2(L)
+C3 = 2.9  # sbgemv: Fhat rounding + casts + the per-frequency sums, per inner term
+C4 = 1.8  # ifft: cast + inverse FFT, per log2(L)
+C5 = 1.8  # unpad + reduce, per log2(2 n_reduce)
+CF = 0.45  # the float64 set-up of Fhat (and the all-double floor), per log2(L)
+
+#: The constants of :func:`error_bound` by name.
+CONSTANTS = {"c1": C1, "c2": C2, "c3": C3, "c4": C4, "c5": C5, "cF": CF}
+
+DIRECTIONS = ("forward", "adjoint")
+
+_EPS_D = float(np.finfo(np.float64).eps) / 2
+
+
+def model_sizes(direction: str, Nd: int, Nm: int, pr: int = 1, pc: int = 1) -> tuple[int, int]:
+    """``(n_inner, n_reduce)`` of the error model for one direction.
+
+    ``F`` (``"forward"``): each rank sums ``nm = ceil(Nm/pc)`` terms per
+    output entry and the partial results are reduced over ``pc`` ranks.
+    ``F^T`` (``"adjoint"``): ``nd = ceil(Nd/pr)`` terms, reduced over ``pr``.
+    """
+    if direction not in DIRECTIONS:
+        raise ConfigError(f"direction {direction!r}: expected one of {DIRECTIONS}")
+    for name, v in (("Nd", Nd), ("Nm", Nm), ("pr", pr), ("pc", pc)):
+        if int(v) != v or v < 1:
+            raise ConfigError(f"{name} must be a positive integer, got {v!r}")
+    if direction == "forward":
+        return -(-int(Nm) // int(pc)), int(pc)
+    return -(-int(Nd) // int(pr)), int(pr)
+
+
+def error_terms(
+    code: "str | Precision", *, Nt: int, n_inner: int, n_reduce: int = 1, constants: dict | None = None
+) -> dict[str, float]:
+    """The bracket of :func:`error_bound`, term by term (without ``kappa``).
+
+    Keys: the stage names of :data:`STAGES` and ``"setup"`` (the ``cF``
+    term).  Their sum times ``kappa`` is the bound.
+    """
+    p = parse(code)
+    c = dict(CONSTANTS, **(constants or {}))
+    log_l = float(np.log2(2 * int(Nt)))
+    return {
+        "pad": c["c1"] * p.unit_roundoff("pad"),
+        "fft": c["c2"] * p.unit_roundoff("fft") * log_l,
+        "sbgemv": c["c3"] * p.unit_roundoff("sbgemv") * int(n_inner),
+        "ifft": c["c4"] * p.unit_roundoff("ifft") * log_l,
+        "reduce": c["c5"] * p.unit_roundoff("reduce") * float(np.log2(2 * int(n_reduce))),
+        "setup": c["cF"] * _EPS_D * log_l,
+    }
+
+
+def error_bound(
+    code: "str | Precision",
+    *,
+    kappa: float,
+    Nt: int,
+    n_inner: int,
+    n_reduce: int = 1,
+    constants: dict | None = None,
+) -> float:
+    """Predicted bound on the relative error ``||dv|| / ||v||`` of one product.
+
+    Parameters
+    ----------
+    code : str or Precision
+    kappa : float
+        Condition of the product, ``||F|| ||x|| / ||F x||`` (>= 1); see
+        :func:`fftmatvec.tuning.conditioning` and docs/precision.md.
+    Nt : int
+        Time steps (the transforms have length ``L = 2 Nt``).
+    n_inner, n_reduce : int
+        From :func:`model_sizes`: terms per product sum on one rank and the
+        number of ranks the partial results are reduced over.
+    constants : dict, optional
+        Override some of :data:`CONSTANTS` (keys ``c1``..``c5``, ``cF``).
+    """
+    if np.isnan(kappa) or kappa < 0:
+        raise ConfigError(f"kappa must be a non-negative number, got {kappa!r}")
+    return float(kappa) * sum(error_terms(code, Nt=Nt, n_inner=n_inner, n_reduce=n_reduce, constants=constants).values())
+
+
+def validate_tolerance(tolerance: object) -> float:
+    """``tolerance`` as a float in ``(0, 1)``; :class:`ConfigError` otherwise.
+
+    A relative error tolerance: finite, positive and below 1 (a relative
+    error of 1 is no accuracy at all).
+    """
+    if isinstance(tolerance, bool) or tolerance is None:
+        raise ConfigError(f"tolerance must be a number in (0, 1), got {tolerance!r}")
+    try:
+        tol = float(tolerance)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ConfigError(f"tolerance must be a number in (0, 1), got {tolerance!r}") from None
+    if not (np.isfinite(tol) and 0.0 < tol < 1.0):
+        raise ConfigError(f"tolerance must be a number in (0, 1), got {tolerance!r}")
+    return tol

@@ -295,8 +295,9 @@ class DistVector:
     def _check_compatible(self, other: Any, same_k: bool = True) -> None:
         if not isinstance(other, DistVector):
             raise TypeError(f"expected a DistVector, got {type(other).__name__}")
-        if other.grid.shape != self.grid.shape or other.space != self.space or (other.n, other.Nt) != (self.n, self.Nt) \
-                or (same_k and other.K != self.K):
+        same = (other.grid.shape == self.grid.shape and other.space == self.space
+                and (other.n, other.Nt) == (self.n, self.Nt) and (not same_k or other.K == self.K))
+        if not same:
             raise ConfigError(f"incompatible vectors: {self!r} and {other!r}")
 
     def copy(self) -> "DistVector":

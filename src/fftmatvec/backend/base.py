@@ -20,7 +20,7 @@ from __future__ import annotations
 import abc
 import contextlib
 from types import ModuleType
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -61,6 +61,23 @@ class Backend(abc.ABC):
         replayed (CUDA graphs); a plain context on the CPU."""
         yield
 
+    def use_replay(self, nbytes: int) -> bool:
+        """Whether the engine should run a product of ``nbytes`` of ``Fhat``
+        through :meth:`replay` (a fixed input buffer, one recording); no on the CPU."""
+        return False
+
+    def replay(self, slot: dict, fn: Callable[[Array], None], x: Array, x_fixed: Array | None = None) -> None:
+        """Run ``fn(x)``, the device work of one product on fixed work buffers.
+
+        A backend may record ``fn``'s work once and replay the recording on
+        later calls with the same ``slot`` (a dict the caller keeps with the
+        buffers, where the backend stores its recordings): per input buffer
+        ``x`` that comes back, or by copying a new input into ``x_fixed`` (same
+        shape and dtype) and replaying the recording made on it.  ``fn`` must
+        not allocate or synchronise.  The CPU just calls ``fn(x)``.
+        """
+        fn(x)
+
     # -- the five stages -------------------------------------------------
     def pad(self, x: Array, out: Array) -> None:
         """Stage 1: ``out[:Nt] = x`` transposed to time-major and cast.
@@ -98,6 +115,36 @@ class Backend(abc.ABC):
         x_hat : (Nf, n, K) complex, any precision; it is cast to the
         precision of ``out`` first.  out : (L, n, K) real.
         """
+
+    def pad_rfft(self, x: Array, x_pad: Array, out: Array) -> None:
+        """Stages 1 and 2 back to back: :meth:`pad` into ``x_pad``, then
+        :meth:`rfft` into ``out``.  Backends may fuse them or use another
+        scratch layout (the GPU one pads series-major for a contiguous cuFFT);
+        ``x_pad`` must then be left with zero rows ``Nt:`` as it was given.
+        """
+        self.pad(x, out=x_pad)
+        self.rfft(x_pad, out=out)
+
+    def local_product(self, Fhat: Array, x: Array, x_pad: Array, x_hat: Array, y_hat: Array, y_pad: Array,
+                      y: Array, adjoint: bool) -> None:
+        """The five local stages of one product (the untimed path of the engine):
+        :meth:`pad_rfft`, :meth:`sbgemv`, :meth:`irfft_unpad`, with the
+        workspace buffers of :class:`fftmatvec.btt.LocalBTT`.  Only ``y`` is
+        the result; the other buffers are scratch.  Backends may overlap the
+        stages (the GPU one pipelines column chunks of ``Fhat`` on two streams).
+        """
+        self.pad_rfft(x, x_pad, x_hat)
+        self.sbgemv(Fhat, x_hat, out=y_hat, adjoint=adjoint)
+        self.irfft_unpad(y_hat, y_pad, y)
+
+    def irfft_unpad(self, x_hat: Array, x_pad: Array, out: Array) -> None:
+        """Stages 4 and 5 back to back: :meth:`irfft` into ``x_pad``, then
+        :meth:`unpad` into ``out``.  Backends may fuse them (the GPU one applies
+        the ``1/L`` in the unpad pass), so afterwards ``x_pad`` and ``x_hat``
+        are scratch.
+        """
+        self.irfft(x_hat, out=x_pad)
+        self.unpad(x_pad, out=out)
 
     def unpad(self, x_pad: Array, out: Array) -> None:
         """Stage 5: ``out = x_pad[:Nt]`` transposed back to SOTI and cast.

@@ -67,6 +67,7 @@ def source(fname: str) -> str:
             return ""
         seen.add(name)
         text = (root / name).read_text()
+        text = re.sub(r"^\s*#\s*pragma\s+once\s*$", "", text, flags=re.MULTILINE)
         return _INCLUDE.sub(lambda m: expand(m.group(1)), text)
 
     return expand(fname)

@@ -124,6 +124,13 @@ def read_vector(path: str | os.PathLike, space: Space | None = None, *,
     return data.astype(np.float64, copy=False).reshape(nb, info.Nt), info
 
 
+def read_attrs(path: str | os.PathLike) -> dict[str, Any]:
+    """All attributes of the dataset ``vec`` of a vector or block-row file,
+    the format's own and the extras (``dt``, ``param_shape``, ...)."""
+    with _open_vec(path) as vec:
+        return {name: vec.attrs[name] for name in vec.attrs}
+
+
 def read_matrix(matrix_dir: str | os.PathLike) -> tuple[np.ndarray, MatrixMeta]:
     """Read a whole matrix (``DIR`` or ``DIR/binary``), checksums verified.
 

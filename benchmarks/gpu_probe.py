@@ -1,0 +1,315 @@
+"""Quick GPU timing probe for the native kernels and the engine (CUDA events, medians).
+
+Usage: python benchmarks/gpu_probe.py [--out results.jsonl] [--quick]
+
+Builds random ``Fhat`` directly on the device (no host-side impulse
+responses), so that the big size costs seconds, not minutes.  Times
+
+* the copy-bandwidth floor,
+* SBGEMV kernel variants (rows per group R, loads in flight U, columns per
+  thread block) forward and adjoint, at the target sizes,
+* the whole local product (``LocalBTT.apply``) eager and replayed,
+* the naive CuPy pipeline, and K = 16 right-hand sides (native vs cuBLAS),
+
+and prints one JSON object per measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--parts", default="small,mid,variants,engine,pipeline,k16")
+    args = ap.parse_args(argv)
+    parts = set(args.parts.split(","))
+
+    import cupy as cp
+
+    from fftmatvec.backend.gpu import GPUBackend
+    from fftmatvec.btt import LocalBTT
+    from fftmatvec.precision import parse
+
+    be = GPUBackend()
+    out = open(args.out, "a") if args.out else None
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+
+    def emit(**rec):
+        line = json.dumps(rec)
+        print(line, flush=True)
+        if out:
+            out.write(line + "\n")
+            out.flush()
+
+    def timeit(fn, reps=20, warm=3):
+        for _ in range(warm):
+            fn()
+        be.synchronize()
+        ts = []
+        for _ in range(reps):
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            ts.append(cp.cuda.get_elapsed_time(start, end) * 1e-3)
+        return float(np.median(ts))
+
+    def loop_time(fn, n=200):
+        fn()
+        be.synchronize()
+        start.record()
+        for _ in range(n):
+            fn()
+        end.record()
+        end.synchronize()
+        return cp.cuda.get_elapsed_time(start, end) * 1e-3 / n
+
+    def rand_c(shape, dt):
+        """Random complex array (no zero parts) of complex dtype dt."""
+        real = np.float32 if np.dtype(dt) == np.complex64 else np.float64
+        return cp.random.standard_normal(tuple(shape[:-1]) + (2 * shape[-1],), dtype=real).view(dt)
+
+    def rand_fhat(nf, nd, nm, dt):
+        return rand_c((nf, nd, nm), dt)
+
+    def engine(nd, nm, nt, dtypes):
+        eng = LocalBTT.__new__(LocalBTT)
+        eng.nd, eng.nm, eng.Nt = nd, nm, nt
+        eng.L, eng.Nf = 2 * nt, nt + 1
+        eng.backend = be
+        eng._workspaces = {}
+        eng.Fhat = {np.dtype(dt): rand_fhat(nt + 1, nd, nm, dt) for dt in dtypes}
+        return eng
+
+    import traceback
+
+    def guarded(name, fn):
+        try:
+            fn()
+        except Exception:
+            emit(what="error", part=name, traceback=traceback.format_exc())
+
+    bw = be.copy_bandwidth(nbytes=2 << 30, repeats=10)
+    emit(what="copy_bandwidth", Bps=bw, device=be.device_name)
+
+    C64, C128 = np.dtype(np.complex64), np.dtype(np.complex128)
+
+    Nm, Nd, Nt = 5000, 100, 1000
+    Nf = Nt + 1
+    big = {}
+
+    def get_big():
+        if "eng" not in big:
+            big["eng"] = engine(Nd, Nm, Nt, (C128, C64))
+        return big["eng"]
+
+    def part_variants():
+        eng = get_big()
+        for ta in (C128, C64):
+            A = eng.Fhat[ta]
+            floor = A.nbytes / bw
+            for tx in (ta, C128 if ta == C64 else C64):
+                x = rand_c((Nf, Nm, 1), tx)
+                y = cp.empty((Nf, Nd, 1), ta)
+                variants = [dict()]
+                if tx == ta:
+                    variants += [dict(R=2, U=4), dict(R=1, U=4), dict(R=1, U=16), dict(R=4, U=2)]
+                for v in variants:
+                    fn, grid, block, smem, tail, S = be._fwd_config(Nf, Nd, Nm, 1, ta, tx, **v)
+                    out = y if S == 1 else cp.empty((S,) + y.shape, ta)
+                    t = timeit(lambda: fn(grid, block, (A, x, out) + tail, shared_mem=smem))
+                    emit(what="sbgemv_fwd", ta=str(ta), tx=str(tx), variant=dict(v, S=S), time_s=t,
+                         floor_ratio=t / floor)
+                d = rand_c((Nf, Nd, 1), tx)
+                m = cp.empty((Nf, Nm, 1), ta)
+                variants = [dict()]
+                if tx == ta:
+                    variants += [dict(U=4), dict(U=16), dict(T=128), dict(T=512), dict(flat=False, U=4),
+                                 dict(flat=False, U=8)]
+                for v in variants:
+                    fn, grid, block, smem, tail, S = be._adj_config(Nf, Nd, Nm, 1, ta, tx, **v)
+                    t = timeit(lambda: fn(grid, block, (A, d, m) + tail, shared_mem=smem))
+                    emit(what="sbgemv_adj", ta=str(ta), tx=str(tx), variant=v, time_s=t, floor_ratio=t / floor)
+
+    def part_fft():
+        from cupy.cuda import cufft  # noqa: F401
+
+        for n, K, real in ((Nm, 1, np.float64), (Nm, 1, np.float32), (Nd, 1, np.float64), (Nm, 16, np.float64)):
+            x = cp.random.standard_normal((n, Nt, K)).astype(real)
+            x_pad = cp.zeros((2 * Nt, n, K), real)
+            xh = cp.empty((Nf, n, K), np.result_type(real, np.complex64))
+            y = cp.empty((n, Nt, K), real)
+            for r2c, c2r in (("cs", "sc"), ("cc", "cc"), ("ss", "ss")):
+                be.fft_layout = {"r2c": r2c, "c2r": c2r}
+                t1 = timeit(lambda: be.pad_rfft(x, x_pad, xh), reps=10)
+                yh = cp.empty_like(xh)
+                t2 = timeit(lambda: (yh.__setitem__(Ellipsis, xh), be.irfft_unpad(yh, x_pad, y)), reps=10)
+                t3 = timeit(lambda: yh.__setitem__(Ellipsis, xh), reps=10)
+                ideal = (x.nbytes + x.nbytes * 2 + xh.nbytes) / bw
+                emit(what="fft", n=n, K=K, real=str(np.dtype(real)), layout=f"{r2c}/{c2r}", pad_rfft_s=t1,
+                     irfft_unpad_s=t2 - t3, ideal_pad_rfft_s=ideal)
+            be.fft_layout = {"r2c": "auto", "c2r": "sc"}
+
+    def part_mid_variants():
+        nf, nd, nm = 501, 50, 1000
+        for ta in (C128, C64):
+            A = rand_c((nf, nd, nm), ta)
+            floor = A.nbytes / bw
+            x = rand_c((nf, nm, 1), ta)
+            y = cp.empty((nf, nd, 1), ta)
+            for v in (dict(), dict(S=1), dict(S=2), dict(S=4), dict(S=8), dict(R=2, U=4, S=4), dict(U=4, S=4)):
+                fn, grid, block, smem, tail, S = be._fwd_config(nf, nd, nm, 1, ta, ta, **v)
+                out = y if S == 1 else cp.empty((S,) + y.shape, ta)
+                t = timeit(lambda: fn(grid, block, (A, x, out) + tail, shared_mem=smem), reps=50)
+                emit(what="sbgemv_fwd", size="mid", ta=str(ta), tx=str(ta), variant=dict(v, S=S), time_s=t,
+                     floor_ratio=t / floor)
+            d = rand_c((nf, nd, 1), ta)
+            m = cp.empty((nf, nm, 1), ta)
+            for v in (dict(), dict(U=4), dict(T=128), dict(flat=False)):
+                fn, grid, block, smem, tail, S = be._adj_config(nf, nd, nm, 1, ta, ta, **v)
+                t = timeit(lambda: fn(grid, block, (A, d, m) + tail, shared_mem=smem), reps=50)
+                emit(what="sbgemv_adj", size="mid", ta=str(ta), tx=str(ta), variant=v, time_s=t,
+                     floor_ratio=t / floor)
+
+    def part_kgemm():
+        eng = get_big()
+        saved = dict(be.blas_min_k), dict(be.real_gemm)
+        for ta in (C64, C128):
+            A = eng.Fhat[ta]
+            for K in (2, 4, 8, 16):
+                x = rand_c((Nf, Nm, K), ta)
+                y = cp.empty((Nf, Nd, K), ta)
+                d = rand_c((Nf, Nd, K), ta)
+                m = cp.empty((Nf, Nm, K), ta)
+                for adjoint, xx, yy in ((False, x, y), (True, d, m)):
+                    paths = ("native", "cublas") + (("realgemm",) if not adjoint else ())
+                    for path in paths:
+                        if path == "native" and K > 8 and ta == C128:
+                            continue
+                        be.blas_min_k[(ta, adjoint)] = 10**6 if path == "native" else 1
+                        be.real_gemm[ta] = path == "realgemm"
+                        t = timeit(lambda: be.sbgemv(A, xx, yy, adjoint=adjoint), reps=5)
+                        emit(what="sbgemm", adjoint=adjoint, ta=str(ta), K=K, path=path, time_s=t,
+                             floor_ratio=t / (A.nbytes / bw))
+                del x, y, d, m
+        be.blas_min_k, be.real_gemm = saved
+
+    def engine_runs(eng, codes, K, label, naive=True, stages=True):
+        for code, adjoint in codes:
+            prec = parse(code)
+            A = eng.Fhat[prec.sbgemv]
+            floor = A.nbytes / bw
+            n_in = eng.nd if adjoint else eng.nm
+            x = cp.random.standard_normal((n_in, eng.Nt, K)).astype(prec.pad)
+            t = timeit(lambda: eng.apply(x, prec, adjoint=adjoint))
+            ws = eng.workspace(adjoint, prec, K)
+            rec = dict(what="engine", size=label, code=code, adjoint=adjoint, K=K, time_s=t, floor_s=floor,
+                       floor_ratio=t / floor, per_vector_s=t / K, replay=ws.x_in is not None,
+                       graph=bool(ws.slot.get("graphs")), slot_error=ws.slot.get("error"))
+            if stages:
+                timer = be.timer()
+                for _ in range(5):
+                    eng.apply(x, prec, adjoint=adjoint, timer=timer)
+                rec["stages"] = {k: float(np.median(v)) for k, v in timer.times.items()}
+            if naive:
+                x64 = x.astype(np.float64)
+                rec["naive_s"] = timeit(lambda: be.naive_matvec(A, x64, adjoint), reps=10)
+            emit(**rec)
+
+    def part_engine():
+        engine_runs(get_big(), [("ddddd", False), ("ddddd", True), ("dssdd", False), ("ddssd", True),
+                                ("sssss", False), ("sssss", True)], 1, "big")
+
+    def part_pipeline():
+        eng = get_big()
+        for layout in ("cc", "cs"):
+            be.fft_layout = {"r2c": layout, "c2r": "sc"}
+            for C in (1, 2, 4, 8):
+                be.pipeline_chunks = C
+                eng._workspaces.clear()
+                engine_runs(eng, [("ddddd", False), ("ddddd", True), ("dssdd", False), ("ddssd", True)], 1,
+                            f"big-{layout}-C{C}", naive=False, stages=False)
+        be.fft_layout = {"r2c": "auto", "c2r": "sc"}
+        be.pipeline_chunks = 8
+        be.adj_flat = False
+        eng._workspaces.clear()
+        be._launch.clear()
+        engine_runs(eng, [("ddddd", True), ("ddssd", True)], 1, "big-C8-blocked", naive=False, stages=False)
+        be.adj_flat = True
+        be._launch.clear()
+        be.pipeline_chunks = None
+        mid = engine(50, 1000, 500, (C128, C64))
+        for C in (1, 2, 4):
+            be.pipeline_chunks = C
+            mid._workspaces.clear()
+            engine_runs(mid, [("ddddd", False), ("ddddd", True), ("dssdd", False), ("ddssd", True)], 1,
+                        f"mid-C{C}", naive=False, stages=False)
+        be.pipeline_chunks = None
+
+    def part_k16():
+        eng = get_big()
+        eng._workspaces.clear()
+        engine_runs(eng, [("ddddd", False), ("dssdd", False), ("ddddd", True), ("ddssd", True)], 16, "big-K16",
+                    naive=True)
+        eng._workspaces.clear()
+
+    def part_mid():
+        eng = engine(50, 1000, 500, (C128, C64))
+        for gmax in (-1, 1 << 30):
+            be.graph_max_bytes = gmax
+            eng._workspaces.clear()
+            engine_runs(eng, [("ddddd", False), ("ddddd", True), ("dssdd", False), ("ddssd", True)], 1,
+                        f"mid-graph{int(gmax > 0)}", naive=(gmax > 0))
+        be.graph_max_bytes = 1 << 30
+
+    def part_small():
+        rng = np.random.default_rng(0)
+        eng = engine(15, 289, 10, (C128, C64))
+        for code, adjoint in (("ddddd", False), ("ddddd", True), ("dssdd", False)):
+            prec = parse(code)
+            x = cp.asarray(rng.standard_normal((15 if adjoint else 289, 10, 1))).astype(prec.pad)
+            for gmax in (-1, 1 << 30):
+                be.graph_max_bytes = gmax
+                eng._workspaces.clear()
+                eng.apply(x, prec, adjoint=adjoint)
+                eng.apply(x, prec, adjoint=adjoint)
+                t_loop = loop_time(lambda: eng.apply(x, prec, adjoint=adjoint))
+                t_sync = timeit(lambda: eng.apply(x, prec, adjoint=adjoint), reps=200)
+                be.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(200):
+                    eng.apply(x, prec, adjoint=adjoint)
+                    be.synchronize()
+                t_wall = (time.perf_counter() - t0) / 200
+                ws = eng.workspace(adjoint, prec, 1)
+                emit(what="small", code=code, adjoint=adjoint, graph_allowed=gmax > 0,
+                     per_call_back_to_back_s=t_loop, per_call_events_s=t_sync, per_call_wall_sync_s=t_wall,
+                     recorded=bool(ws.slot.get("graphs")), slot_error=ws.slot.get("error"))
+        be.graph_max_bytes = 1 << 30
+        from fftmatvec import BTTOperator
+
+        f = rng.standard_normal((15, 289, 10))
+        op = BTTOperator(f, device=be)
+        m = cp.asarray(rng.standard_normal((289, 10)))
+        emit(what="small-operator", per_call_events_s=timeit(lambda: op.matvec(m), reps=200))
+
+    for name, fn in (("small", part_small), ("mid", part_mid), ("midvar", part_mid_variants),
+                     ("fft", part_fft), ("variants", part_variants), ("engine", part_engine),
+                     ("kgemm", part_kgemm), ("pipeline", part_pipeline), ("k16", part_k16)):
+        if name in parts:
+            guarded(name, fn)
+    if out:
+        out.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

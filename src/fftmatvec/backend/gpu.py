@@ -1,0 +1,869 @@
+"""CuPy backend: cuFFT plans made once per buffer shape, native kernels for
+the per-frequency products and the layout changes, CUDA graphs for replay.
+
+Layouts and scaling are those of :mod:`fftmatvec.backend.base`:
+
+* ``pad`` (native kernel) transposes SOTI ``(n, Nt, K)`` to time-major
+  ``(L, n, K)`` and casts, in one pass;
+* ``rfft``/``irfft`` are cuFFT transforms along axis 0 with the advanced
+  layout (stride ``n*K``, distance 1), so the forward transform writes the
+  frequency-major ``(Nf, n, K)`` array directly and no transpose pass is
+  needed; plans are made on the first call for a buffer shape and kept;
+* ``sbgemv`` reads ``Fhat`` in place, once, with 16-byte streaming loads
+  (``native/sbgemv.cu``), the input's cast fused into the load; many
+  right-hand sides go to cuBLAS where it is faster (see :attr:`GPUBackend.blas_min_k`);
+* ``irfft_unpad`` folds the ``1/L`` of the inverse transform into the unpad
+  pass, so the fused stages 4-5 cost one cuFFT call and one kernel.
+
+Nothing is compiled at import; kernels are built on first use
+(:mod:`fftmatvec.backend.kernels`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from ..errors import FftmatvecError
+from . import kernels
+from .base import Array, Backend, StageTimer
+
+_C2R = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
+_R2C = {v: k for k, v in _C2R.items()}
+
+
+def _real_of(dtype) -> np.dtype:
+    dtype = np.dtype(dtype)
+    return _C2R.get(dtype, dtype)
+
+#: Environment variables that hold the node-local rank under common launchers.
+LOCAL_RANK_VARS = (
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "MPI_LOCALRANKID",
+    "MV2_COMM_WORLD_LOCAL_RANK",
+    "PMI_LOCAL_RANK",
+    "PALS_LOCAL_RANKID",
+    "SLURM_LOCALID",
+    "LOCAL_RANK",
+)
+
+
+def local_rank_from_env() -> int | None:
+    """The node-local rank set by the MPI launcher, or ``None``."""
+    for var in LOCAL_RANK_VARS:
+        value = os.environ.get(var)
+        if value is not None and value.strip().isdigit():
+            return int(value)
+    return None
+
+
+def select_device(local_rank: int) -> int:
+    """Make GPU ``local_rank % device_count`` current for this process; return its id.
+
+    The grid calls this with the rank from ``Split_type(COMM_TYPE_SHARED)``.
+    """
+    import cupy
+
+    count = cupy.cuda.runtime.getDeviceCount()
+    if count < 1:
+        raise FftmatvecError("no GPU visible to CuPy")
+    dev = int(local_rank) % count
+    cupy.cuda.Device(dev).use()
+    return dev
+
+
+def _pow2_at_least(n: int) -> int:
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+class _Recording:
+    """A recorded CUDA graph; :meth:`replay` launches it on the current stream."""
+
+    def __init__(self) -> None:
+        self.graph = None
+
+    def replay(self) -> None:
+        if self.graph is None:
+            raise FftmatvecError("nothing was recorded")
+        self.graph.launch()
+
+
+class GPUBackend(Backend):
+    """CuPy on one GPU.
+
+    Parameters
+    ----------
+    device : int, optional
+        GPU id.  Default: the node-local rank of the MPI launcher (modulo the
+        visible GPUs) when one is set in the environment, else the current
+        device.
+
+    Attributes
+    ----------
+    blas_min_k : dict[(numpy.dtype, bool), int]
+        Smallest number of right-hand sides for which the per-frequency
+        product (of ``Fhat``'s dtype, adjoint or not) goes to cuBLAS (batched
+        GEMM) instead of the native kernel.
+    graph_max_bytes : int
+        ``Fhat`` size up to which the engine records its stages as a CUDA graph
+        and replays it (default: always; removes the host launch gaps, which
+        cost 3-10% even at 8 GB of ``Fhat``); ``$FFTMATVEC_GRAPH_MAX_BYTES``
+        overrides it.
+    """
+
+    name = "gpu"
+
+    def __init__(self, device: int | None = None) -> None:
+        import cupy
+
+        self.xp = cupy
+        self._cupy = cupy
+        if device is None:
+            rank = local_rank_from_env()
+            device = select_device(rank) if rank is not None else cupy.cuda.runtime.getDevice()
+        else:
+            device = select_device(device)
+        self.device_id = int(device)
+        props = cupy.cuda.runtime.getDeviceProperties(self.device_id)
+        self.sm_count = int(props["multiProcessorCount"])
+        self.device_name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        # measured on an H200 at Nm=5000, Nd=100, Nt=1000 (benchmarks/gpu_probe.py, part kgemm):
+        # the native kernels win up to these K (exclusive), cuBLAS's batched GEMM from there
+        c64, c128 = np.dtype(np.complex64), np.dtype(np.complex128)
+        self.blas_min_k = {(c64, False): 5, (c64, True): 9, (c128, False): 3, (c128, True): 9}
+        self.real_gemm = {np.dtype(np.complex64): False, np.dtype(np.complex128): False}
+        self.fwd_splits: int | None = None  # column splits of the forward kernel (None: automatic)
+        self.pipeline_chunks: int | None = None  # column chunks of the pipelined product (None: automatic)
+        self._side_stream = None
+        self._events: list = []
+        self.adj_flat = True  # balanced adjoint kernel for one right-hand side
+        self.graph_max_bytes = int(os.environ.get("FFTMATVEC_GRAPH_MAX_BYTES", 1 << 62))
+        self.max_graphs = 4
+        # "auto": "cs" for small transforms (one launch fewer), "cc" for large ones (measured faster)
+        self.fft_layout = {"r2c": os.environ.get("FFTMATVEC_R2C", "auto"), "c2r": os.environ.get("FFTMATVEC_C2R", "sc")}
+        self._plans: dict[tuple, Any] = {}
+        self._launch: dict[tuple, tuple] = {}
+        self._scratch: dict[tuple, Array] = {}
+        self._capture_stream = None
+
+    # -- arrays ----------------------------------------------------------
+    def to_host(self, a: Array) -> np.ndarray:
+        return self._cupy.asnumpy(a)
+
+    def synchronize(self) -> None:
+        self._cupy.cuda.Device(self.device_id).synchronize()
+
+    def free_bytes(self) -> int:
+        """Device memory free for new arrays: the driver's free memory plus
+        blocks CuPy's pool holds but does not use."""
+        free, _ = self._cupy.cuda.runtime.memGetInfo()
+        return int(free) + int(self._cupy.get_default_memory_pool().free_bytes())
+
+    def _buffer(self, shape: tuple[int, ...], dtype: Any, tag: str) -> Array:
+        key = (tuple(shape), np.dtype(dtype), tag)
+        buf = self._scratch.get(key)
+        if buf is None:
+            buf = self._scratch[key] = self._cupy.empty(shape, dtype)
+        return buf
+
+    @staticmethod
+    def _contiguous(a: Array, what: str) -> None:
+        if not a.flags.c_contiguous:
+            raise ValueError(f"{what} must be C-contiguous")
+
+    # -- graphs ----------------------------------------------------------
+    def use_replay(self, nbytes: int) -> bool:
+        return nbytes <= self.graph_max_bytes
+
+    def _stream_for_capture(self):
+        if self._capture_stream is None:
+            self._capture_stream = self._cupy.cuda.Stream(non_blocking=True)
+        return self._capture_stream
+
+    @contextlib.contextmanager
+    def capture(self) -> Iterator[_Recording]:
+        """Record the device work of the body as a CUDA graph.
+
+        The body's work is not executed while it is recorded; it runs once when
+        the context exits (so the effect is that of eager mode), and
+        ``rec.replay()`` runs it again on the same buffers.  The body must not
+        allocate, synchronise or copy to the host.
+        """
+        rec = _Recording()
+        stream = self._stream_for_capture()
+        with stream:
+            stream.begin_capture()
+            try:
+                yield rec
+            finally:
+                graph = stream.end_capture()
+        rec.graph = graph
+        graph.launch()
+
+    @staticmethod
+    def _input_key(x: Array) -> tuple:
+        return (x.data.ptr, x.shape, x.strides, x.dtype.str)
+
+    def replay(self, slot: dict, fn: Callable[[Array], None], x: Array, x_fixed: Array | None = None) -> None:
+        """Run ``fn(x)`` through CUDA graphs.
+
+        The first call runs eagerly (plans, scratch buffers and kernels are
+        made there).  An input buffer seen a second time gets its own recording
+        (up to :attr:`max_graphs` per slot, least recently used dropped), so a
+        caller that reuses its input pays no copy; a new buffer is copied into
+        ``x_fixed`` and the recording on ``x_fixed`` is replayed.  A recording
+        reads the buffers' contents at launch, so results equal eager ones.  A
+        capture that fails (an operation that cannot be recorded, e.g. some
+        library calls) makes the slot eager for good.
+        """
+        if slot.get("eager"):
+            fn(x)
+            return
+        graphs = slot.setdefault("graphs", {})
+        key = self._input_key(x)
+        graph = graphs.pop(key, None)
+        if graph is not None:
+            graphs[key] = graph  # most recently used last
+            graph.launch()
+            return
+        seen = slot.setdefault("seen", set())
+        if key in seen:  # this buffer came back: record on it
+            self._record(slot, key, fn, x)
+            return
+        if len(seen) > 256:
+            seen.clear()
+        seen.add(key)
+        if x_fixed is not None and slot.get("warm"):
+            fkey = self._input_key(x_fixed)
+            x_fixed[...] = x
+            graph = graphs.get(fkey)
+            if graph is not None:
+                graph.launch()
+            else:
+                self._record(slot, fkey, fn, x_fixed)
+            return
+        slot["warm"] = True
+        fn(x)
+
+    def _record(self, slot: dict, key: tuple, fn: Callable[[Array], None], x: Array) -> None:
+        try:
+            with self.capture() as rec:
+                fn(x)
+        except Exception as exc:  # cannot record: stay eager for this slot
+            slot["eager"] = True
+            slot["error"] = repr(exc)
+            fn(x)
+            return
+        graphs = slot["graphs"]
+        graphs[key] = rec.graph
+        while len(graphs) > self.max_graphs:
+            graphs.pop(next(iter(graphs)))
+
+    # -- the five stages -------------------------------------------------
+    def pad(self, x: Array, out: Array) -> None:
+        n, nt, K = x.shape
+        if out.shape[1:] != (n, K) or out.shape[0] < nt:
+            raise ValueError(f"pad: out {out.shape} does not fit x {x.shape}")
+        if not x.flags.c_contiguous:
+            x = self._cupy.ascontiguousarray(x)
+        self._contiguous(out, "pad output")
+        self._transpose("pad", x, out, n, nt, K, 1.0)
+
+    def unpad(self, x_pad: Array, out: Array) -> None:
+        n, nt, K = out.shape
+        self._unpad(x_pad, out, 1.0)
+
+    def _unpad(self, x_pad: Array, out: Array, scale: float) -> None:
+        n, nt, K = out.shape
+        if x_pad.shape[1:] != (n, K) or x_pad.shape[0] < nt:
+            raise ValueError(f"unpad: x_pad {x_pad.shape} does not fit out {out.shape}")
+        self._contiguous(x_pad, "unpad input")
+        if not out.flags.c_contiguous:
+            tmp = self._buffer(out.shape, out.dtype, "unpad-out")
+            self._transpose("unpad", x_pad, tmp, n, nt, K, scale)
+            out[...] = tmp
+            return
+        self._transpose("unpad", x_pad, out, n, nt, K, scale)
+
+    def _transpose(self, which: str, src: Array, dst: Array, n: int, nt: int, K: int, scale: float) -> None:
+        key = (which, n, nt, K, src.dtype, dst.dtype)
+        cfg = self._launch.get(key)
+        if cfg is None:
+            TT = max(1, -(-32 // K))
+            grid = (-(-nt // TT), -(-n // 32))
+            if K > 128 or grid[1] > 65535:  # rare shapes: CuPy's strided copy
+                cfg = ("fallback",)
+            else:
+                smem = 32 * (TT * K + 1) * src.dtype.itemsize
+                fn = kernels.kernel("glue.cu", f"{which}_kernel", src.dtype, dst.dtype)
+                cfg = (fn, grid, (32, 8), smem, TT)
+            self._launch[key] = cfg
+        if cfg[0] == "fallback":
+            if which == "pad":
+                dst[:nt] = src.transpose(1, 0, 2)
+            else:
+                dst[...] = src[:nt].transpose(1, 0, 2) * dst.dtype.type(scale)
+            return
+        fn, grid, block, smem, TT = cfg
+        args = [src, dst, np.int32(n), np.int32(nt), np.int32(K), np.int32(TT)]
+        if which == "unpad":
+            args.append(dst.dtype.type(scale))
+        fn(grid, block, tuple(args), shared_mem=smem)
+
+    def _ccast(self, src: Array, dst: Array, scale: float) -> None:
+        """dst = scale * src, complex, any precisions; both contiguous, same size."""
+        n = src.size
+        rdt = _C2R[np.dtype(dst.dtype)]
+        fn = kernels.kernel("glue.cu", "ccast_kernel", src.dtype, dst.dtype)
+        blocks = int(min(-(-n // 256), self.sm_count * 16)) or 1
+        fn((blocks,), (256,), (src, dst, np.int64(n), rdt.type(scale)))
+
+    # -- FFTs ------------------------------------------------------------
+    # cuFFT is fast on batches of contiguous series and slow on the strided
+    # time-major layout (measured on an H200: a (2000, 5000) float64 transform
+    # along axis 0 took 0.36 ms, 4.5x the bytes / bandwidth time), so the
+    # transforms read or write series-major scratch arrays (B = n*K series of
+    # length L or Nf, contiguous) and native kernels do the layout changes,
+    # fused with the padding, the casts and the 1/L.  Plan layouts:
+    #   "ss": strided in and out (time-major <-> frequency-major, no scratch)
+    #   "cs": contiguous in, strided out (R2C: series-major -> frequency-major)
+    #   "sc": strided in, contiguous out (C2R: frequency-major -> series-major)
+    #   "cc": contiguous in and out, plus a transpose kernel
+    def _plan(self, kind: str, layout: str, L: int, B: int, real: np.dtype, stride: int | None = None):
+        """cuFFT plan for B series of length L; the strided side ("s") of the
+        layout has stride ``stride`` (default B) and distance 1."""
+        stride = B if stride is None else stride
+        key = (kind, layout, L, B, real, stride)
+        plan = self._plans.get(key)
+        if plan is None:
+            from cupy.cuda import cufft
+
+            nf = L // 2 + 1
+            if L * max(B, stride) >= 2**31:
+                raise FftmatvecError(f"FFT of {B} series of length {L} exceeds cuFFT's 32-bit layout")
+            double = real == np.float64
+            n_in, n_out = (L, nf) if kind == "r2c" else (nf, L)
+            ins = (stride, 1) if layout[0] == "s" else (1, n_in)  # (stride, distance)
+            outs = (stride, 1) if layout[1] == "s" else (1, n_out)
+            if kind == "r2c":
+                t = cufft.CUFFT_D2Z if double else cufft.CUFFT_R2C
+            else:
+                t = cufft.CUFFT_Z2D if double else cufft.CUFFT_C2R
+            plan = cufft.PlanNd([L], [n_in], ins[0], ins[1], [n_out], outs[0], outs[1], t, B, "C", 0, n_out)
+            self._plans[key] = plan
+        return plan
+
+    def _r2c_layout(self, B: int, L: int) -> str:
+        mode = self.fft_layout["r2c"]
+        if mode == "auto":
+            mode = "cs" if B * L < (1 << 22) else "cc"
+        return mode
+
+    def _exec(self, plan, a: Array, out: Array, kind: str) -> None:
+        from cupy.cuda import cufft
+
+        plan.fft(a, out, cufft.CUFFT_FORWARD if kind == "r2c" else cufft.CUFFT_INVERSE)
+
+    def _zeros_buffer(self, shape: tuple[int, ...], dtype: Any, tag: str) -> Array:
+        key = (tuple(shape), np.dtype(dtype), tag)
+        buf = self._scratch.get(key)
+        if buf is None:
+            buf = self._scratch[key] = self._cupy.zeros(shape, dtype)
+        return buf
+
+    def _rowcopy(self, src: Array, dst: Array, B: int, C: int, ibs: int, obs: int, scale: float) -> None:
+        fn = kernels.kernel("glue.cu", "rowcopy_kernel", src.dtype, dst.dtype)
+        blocks = int(min(B, self.sm_count * 16))
+        threads = 256 if C >= 256 else 32 * -(-C // 32)
+        fn((blocks,), (threads,), (src, dst, np.int32(B), np.int32(C), np.int64(ibs), np.int64(obs),
+                                   _real_of(dst.dtype).type(scale)))
+
+    def _btranspose(self, src: Array, dst: Array, R: int, C: int, ldi: int, ldo: int, batches: int = 1,
+                    ibs: int = 0, obs: int = 0, scale: float = 1.0) -> None:
+        """dst[b*obs + c*ldo + r] = scale * src[b*ibs + r*ldi + c] (cast to dst's type)."""
+        grid = (-(-C // 32), -(-R // 32), batches)
+        if grid[1] > 65535 or batches > 65535:
+            raise FftmatvecError(f"transpose of {batches} x {R} x {C} is too large for one launch")
+        fn = kernels.kernel("glue.cu", "btranspose_kernel", src.dtype, dst.dtype)
+        fn(grid, (32, 8), (src, dst, np.int32(R), np.int32(C), np.int64(ldi), np.int64(ldo), np.int64(ibs),
+                           np.int64(obs), _real_of(dst.dtype).type(scale)))
+
+    def _series_pad(self, x: Array, P: Array) -> None:
+        """P[j*K + k, t] = x[j, t, k] for t < Nt (cast); P's other columns untouched."""
+        n, nt, K = x.shape
+        L = P.shape[1]
+        if K == 1:
+            self._rowcopy(x, P, n, nt, nt, L, 1.0)
+        else:
+            self._btranspose(x, P, nt, K, K, L, batches=n, ibs=nt * K, obs=K * L)
+
+    def _series_unpad(self, S: Array, out: Array, scale: float) -> None:
+        """out[j, t, k] = scale * S[j*K + k, t] for t < Nt (cast)."""
+        n, nt, K = out.shape
+        L = S.shape[1]
+        if K == 1:
+            self._rowcopy(S, out, n, nt, L, nt, scale)
+        else:
+            self._btranspose(S, out, K, nt, L, K, batches=n, ibs=K * L, obs=nt * K, scale=scale)
+
+    def _r2c_series(self, P: Array, out: Array) -> None:
+        """Forward transform of the series-major P (B, L) into frequency-major out (Nf, B)."""
+        B, L = P.shape
+        mode = self._r2c_layout(B, L)
+        if mode == "cs":
+            self._exec(self._plan("r2c", "cs", L, B, np.dtype(P.dtype)), P, out, "r2c")
+        else:
+            H = self._buffer((B, L // 2 + 1), out.dtype, "r2c-series")
+            self._exec(self._plan("r2c", "cc", L, B, np.dtype(P.dtype)), P, H, "r2c")
+            self._btranspose(H, out, B, L // 2 + 1, L // 2 + 1, B)
+
+    def _c2r_series(self, x_hat: Array, S: Array) -> None:
+        """Unnormalised inverse transform of frequency-major x_hat (Nf, B), any
+        complex precision, into the series-major S (B, L); x_hat may be overwritten."""
+        B, L = S.shape
+        nf = L // 2 + 1
+        want = _R2C[np.dtype(S.dtype)]
+        mode = self.fft_layout["c2r"]
+        if mode == "sc":
+            src = x_hat
+            if x_hat.dtype != want or not x_hat.flags.c_contiguous:
+                src = self._buffer(x_hat.shape, want, "irfft-in")
+                if x_hat.flags.c_contiguous:
+                    self._ccast(x_hat, src, 1.0)
+                else:
+                    src[...] = x_hat
+            self._exec(self._plan("c2r", "sc", L, B, np.dtype(S.dtype)), src, S, "c2r")
+        else:
+            T = self._buffer((B, nf), want, "c2r-series")
+            self._btranspose(x_hat.reshape(nf, B), T, nf, B, B, nf)
+            self._exec(self._plan("c2r", "cc", L, B, np.dtype(S.dtype)), T, S, "c2r")
+
+    def rfft(self, x_pad: Array, out: Array) -> None:
+        L = x_pad.shape[0]
+        B = int(np.prod(x_pad.shape[1:]))
+        if out.shape != (L // 2 + 1,) + x_pad.shape[1:] or out.dtype != _R2C[np.dtype(x_pad.dtype)]:
+            raise ValueError(f"rfft: out {out.shape} {out.dtype} does not fit x_pad {x_pad.shape} {x_pad.dtype}")
+        self._contiguous(x_pad, "rfft input")
+        self._contiguous(out, "rfft output")
+        if self.fft_layout["r2c"] == "ss":
+            self._exec(self._plan("r2c", "ss", L, B, np.dtype(x_pad.dtype)), x_pad, out, "r2c")
+            return
+        P = self._buffer((B, L), x_pad.dtype, "rfft-transposed")
+        self._btranspose(x_pad.reshape(L, B), P, L, B, B, L)
+        self._r2c_series(P, out.reshape(L // 2 + 1, B))
+
+    def irfft(self, x_hat: Array, out: Array) -> None:
+        """Inverse transform, scaled by ``1/L``.  ``x_hat`` may be overwritten
+        (cuFFT's complex-to-real transforms use it as work space)."""
+        L = out.shape[0]
+        B = int(np.prod(out.shape[1:]))
+        if x_hat.shape != (L // 2 + 1,) + out.shape[1:]:
+            raise ValueError(f"irfft: x_hat {x_hat.shape} does not fit out {out.shape}")
+        self._contiguous(out, "irfft output")
+        if self.fft_layout["c2r"] == "ss":
+            src = x_hat
+            want = _R2C[np.dtype(out.dtype)]
+            if x_hat.dtype != want or not x_hat.flags.c_contiguous:
+                src = self._buffer(x_hat.shape, want, "irfft-in")
+                src[...] = x_hat
+            self._exec(self._plan("c2r", "ss", L, B, np.dtype(out.dtype)), src, out, "c2r")
+            view = out.reshape(-1)
+            if view.size % 2 == 0:
+                view = view.view(_R2C[np.dtype(out.dtype)])
+                self._ccast(view, view, 1.0 / L)
+            else:
+                out *= out.dtype.type(1.0 / L)
+            return
+        S = self._buffer((B, L), out.dtype, "irfft-series")
+        self._c2r_series(x_hat, S)
+        self._btranspose(S, out.reshape(L, B), B, L, L, B, scale=1.0 / L)
+
+    def pad_rfft(self, x: Array, x_pad: Array, out: Array) -> None:
+        """Stages 1-2 fused: ``x`` (n, Nt, K) padded into a series-major scratch
+        (zero tails made once), one contiguous cuFFT, frequency-major ``out``.
+        ``x_pad`` is not used (left as it was)."""
+        n, nt, K = x.shape
+        L = x_pad.shape[0]
+        if out.shape != (L // 2 + 1, n, K) or x_pad.shape != (L, n, K):
+            raise ValueError(f"pad_rfft: x {x.shape}, x_pad {x_pad.shape}, out {out.shape} do not fit")
+        if self.fft_layout["r2c"] == "ss":
+            self.pad(x, x_pad)
+            self.rfft(x_pad, out)
+            return
+        if not x.flags.c_contiguous:
+            x = self._cupy.ascontiguousarray(x)
+        self._contiguous(out, "pad_rfft output")
+        P = self._zeros_buffer((n * K, L), x_pad.dtype, "series-pad")
+        self._series_pad(x, P)
+        self._r2c_series(P, out.reshape(L // 2 + 1, n * K))
+
+    def irfft_unpad(self, x_hat: Array, x_pad: Array, out: Array) -> None:
+        """Stages 4-5 fused: one cuFFT into series-major scratch (``x_pad``'s
+        memory), then one unpad pass that applies ``1/L`` and the cast.
+        ``x_pad`` and ``x_hat`` are left as scratch."""
+        n, nt, K = out.shape
+        L = x_pad.shape[0]
+        if x_hat.shape != (L // 2 + 1, n, K) or x_pad.shape != (L, n, K):
+            raise ValueError(f"irfft_unpad: x_hat {x_hat.shape}, x_pad {x_pad.shape}, out {out.shape} do not fit")
+        self._contiguous(x_pad, "irfft_unpad work space")
+        if self.fft_layout["c2r"] == "ss":
+            self.irfft(x_hat, x_pad)
+            self._unpad(x_pad, out, 1.0)
+            return
+        S = x_pad.reshape(n * K, L)  # the same memory, used series-major
+        self._c2r_series(x_hat.reshape(L // 2 + 1, n * K), S)
+        if not out.flags.c_contiguous:
+            tmp = self._buffer(out.shape, out.dtype, "unpad-out")
+            self._series_unpad(S, tmp, 1.0 / L)
+            out[...] = tmp
+            return
+        self._series_unpad(S, out, 1.0 / L)
+
+    # -- the whole local product, pipelined --------------------------------
+    def _side(self):
+        if self._side_stream is None:
+            self._side_stream = self._cupy.cuda.Stream(non_blocking=True)
+            self._events = [self._cupy.cuda.Event(disable_timing=True) for _ in range(130)]
+        return self._side_stream
+
+    def _chunk_bounds(self, Fhat: Array, K: int) -> list[tuple[int, int]]:
+        nf, nd, nm = Fhat.shape
+        C = self.pipeline_chunks
+        if C is None:  # auto: only where the transforms are worth hiding
+            # measured on an H200: overlapping the transforms with the product on two
+            # streams was slower (the transforms hold multiprocessors), so off by default
+            C = 1
+        C = max(1, min(int(C), 64, nm // 64))
+        if C == 1:
+            return [(0, nm)]
+        step = -(-nm // C)
+        step += step % 2
+        return [(j0, min(nm, j0 + step)) for j0 in range(0, nm, step)]
+
+    def local_product(self, Fhat, x, x_pad, x_hat, y_hat, y_pad, y, adjoint) -> None:
+        """All five stages.  For large ``Fhat`` and one right-hand side the
+        columns of ``Fhat`` (the big side's series) are cut into chunks: the
+        transforms of chunk c+1 run on a side stream while the product of
+        chunk c reads ``Fhat`` (forward), or the inverse transforms of chunk c
+        run while the product of chunk c+1 does (adjoint).  The result is the
+        same as the sequential stages (the forward sums its chunks in order)."""
+        K = x.shape[2]
+        ta = np.dtype(Fhat.dtype)
+        bounds = self._chunk_bounds(Fhat, K)
+        if (len(bounds) == 1 or K >= self.blas_min_k[(ta, bool(adjoint))] or self.fft_layout["r2c"] == "ss"
+                or self.fft_layout["c2r"] != "sc"):
+            super().local_product(Fhat, x, x_pad, x_hat, y_hat, y_pad, y, adjoint)
+            return
+        cp = self._cupy
+        side = self._side()
+        ev = iter(self._events)
+        main = cp.cuda.get_current_stream()
+        nf, nd, nm = Fhat.shape
+        L = x_pad.shape[0]
+        if not adjoint:
+            if not x.flags.c_contiguous:
+                x = cp.ascontiguousarray(x)
+            nt = x.shape[1]
+            P = self._zeros_buffer((nm, L), x_pad.dtype, "series-pad")
+            H = self._buffer((nm, nf), x_hat.dtype, "r2c-series")
+            part = self._buffer((len(bounds), nf, nd, 1), ta, "sbgemv-chunks")
+            flat_hat = x_hat.reshape(-1)
+            e = next(ev)
+            e.record(main)
+            side.wait_event(e)
+            for c, (j0, j1) in enumerate(bounds):
+                B = j1 - j0
+                with side:
+                    self._rowcopy(x[j0:j1], P[j0:j1], B, nt, nt, L, 1.0)
+                    if self._r2c_layout(nm, L) == "cs":
+                        plan = self._plan("r2c", "cs", L, B, np.dtype(P.dtype), stride=nm)
+                        self._exec(plan, P[j0:j1], flat_hat[j0:], "r2c")
+                    else:
+                        self._exec(self._plan("r2c", "cc", L, B, np.dtype(P.dtype)), P[j0:j1], H[j0:j1], "r2c")
+                        self._btranspose(H[j0:j1], flat_hat[j0:], B, nf, nf, nm)
+                    e = next(ev)
+                    e.record(side)
+                main.wait_event(e)
+                self._sbgemv_cols(Fhat, x_hat, y_hat, False, j0, j1, part[c])
+            self._sum_splits(part, y_hat, len(bounds))
+            self.irfft_unpad(y_hat, y_pad, y)
+            return
+        # adjoint: small input side first, then chunks of output columns
+        self.pad_rfft(x, x_pad, x_hat)
+        nt = y.shape[1]
+        S = y_pad.reshape(nm, L)  # series-major scratch in y_pad's memory
+        want = _R2C[np.dtype(y_pad.dtype)]
+        src = y_hat if y_hat.dtype == want else self._buffer(y_hat.shape, want, "irfft-in")
+        flat_src = src.reshape(-1)
+        for j0, j1 in bounds:
+            B = j1 - j0
+            self._sbgemv_cols(Fhat, x_hat, y_hat, True, j0, j1, None)
+            if src is not y_hat:
+                src[:, j0:j1] = y_hat[:, j0:j1]
+            e = next(ev)
+            e.record(main)
+            side.wait_event(e)
+            with side:
+                plan = self._plan("c2r", "sc", L, B, np.dtype(y_pad.dtype), stride=nm)
+                self._exec(plan, flat_src[j0:], S[j0:j1], "c2r")
+                self._rowcopy(S[j0:j1], y[j0:j1], B, nt, L, nt, 1.0 / L)
+        e = next(ev)
+        e.record(side)
+        main.wait_event(e)
+
+    # -- stage 3 ---------------------------------------------------------
+    def sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool) -> None:
+        nf, nd, nm = Fhat.shape
+        n_in, n_out = (nd, nm) if adjoint else (nm, nd)
+        K = x_hat.shape[2] if x_hat.ndim == 3 else 0
+        if x_hat.shape != (nf, n_in, K) or out.shape != (nf, n_out, K) or out.dtype != Fhat.dtype:
+            raise ValueError(
+                f"sbgemv{' (adjoint)' if adjoint else ''}: Fhat {Fhat.shape} {Fhat.dtype}, "
+                f"x_hat {x_hat.shape}, out {out.shape} {out.dtype}: expected x_hat {(nf, n_in, 'K')}, "
+                f"out {(nf, n_out, 'K')} of Fhat's dtype"
+            )
+        if Fhat.dtype not in _C2R:
+            raise ValueError(f"sbgemv: Fhat must be complex64 or complex128, got {Fhat.dtype}")
+        for a, what in ((Fhat, "Fhat"), (x_hat, "x_hat"), (out, "out")):
+            self._contiguous(a, f"sbgemv {what}")
+        ta = np.dtype(Fhat.dtype)
+        if K >= self.blas_min_k[(ta, bool(adjoint))]:
+            self._sbgemm_blas(Fhat, x_hat, out, adjoint)
+            return
+        S = self._sbgemv_cols(Fhat, x_hat, out, adjoint, 0, nm, None)
+        if S > 1:
+            self._sum_splits(self._buffer((S,) + out.shape, ta, "sbgemv-splits"), out, S)
+
+    def _sum_splits(self, part: Array, out: Array, S: int) -> None:
+        n = out.size
+        red = kernels.kernel("sbgemv.cu", "sum_splits", out.dtype)
+        red((int(min(-(-n // 256), self.sm_count * 8)),), (256,), (part, out, np.int64(n), np.int32(S)))
+
+    def _sbgemv_cols(self, Fhat, x_hat, out, adjoint, col0, col1, part):
+        """Native product over the columns [col0, col1) of ``Fhat``.
+
+        Adjoint: writes ``out[:, col0:col1]``.  Forward: partial sums over
+        those columns; written to ``out`` (one split) or to ``part`` (S splits
+        of ``out``'s shape; a scratch buffer when ``part`` is None).  Returns
+        the number of splits written (1: ``out`` holds the result)."""
+        nf, nd, nm = Fhat.shape
+        K = x_hat.shape[2]
+        ta = np.dtype(Fhat.dtype)
+        aligned = (Fhat.data.ptr | x_hat.data.ptr | out.data.ptr) % 16 == 0  # 16-byte vector loads allowed
+        key = ("adj" if adjoint else "fwd", nf, nd, nm, K, ta, x_hat.dtype, aligned, col0, col1, part is None)
+        cfg = self._launch.get(key)
+        if cfg is None:
+            make = self._adj_config if adjoint else self._fwd_config
+            cfg = self._launch[key] = make(nf, nd, nm, K, ta, np.dtype(x_hat.dtype), VEC=None if aligned else 1,
+                                           col0=col0, col1=col1, S=1 if part is not None else None)
+        fn, grid, block, smem, tail, S = cfg
+        dst = out if S == 1 and part is None else (part if part is not None else
+                                                    self._buffer((S,) + out.shape, ta, "sbgemv-splits"))
+        fn(grid, block, (Fhat, x_hat, dst) + tail, shared_mem=smem)
+        return S if part is None else 1
+
+    @staticmethod
+    def _kb(K: int) -> int:
+        return 1 if K == 1 else min(16, _pow2_at_least(K))
+
+    def _resident_blocks(self, fn, threads: int) -> int:
+        """Blocks of ``threads`` that fit on one multiprocessor (registers, threads)."""
+        try:
+            regs = int(fn.num_regs)
+        except Exception:  # attribute missing on some CuPy versions
+            regs = 64
+        regs = max(8, -(-regs // 8) * 8)
+        return max(1, min(32, 2048 // threads, 65536 // (regs * threads)))
+
+    def _fwd_config(self, nf, nd, nm, K, ta, tx, R=None, U=None, VEC=None, KB=None, S=None, col0=0, col1=None):
+        c128 = ta == np.complex128
+        KB = KB or self._kb(K)
+        if KB > 8 and c128:
+            KB = 8
+        col1 = nm if col1 is None else col1
+        if VEC is None:
+            VEC = 2 if (not c128 and nm % 2 == 0 and col0 % 2 == 0 and KB <= 2) else 1
+        if R is None:
+            R = (2 if c128 else 1) if KB == 1 else {2: 4, 4: 2, 8: 2 if not c128 else 1, 16: 2}[KB]
+            R = min(R, _pow2_at_least(nd)) if nd < R else R
+        if U is None:
+            U = (4 if KB == 1 else (2 if KB <= 8 else 1))
+        ncol = col1 - col0
+        G = min(32, _pow2_at_least(max(1, -(-ncol // (VEC * U)))))
+        fn = kernels.kernel("sbgemv.cu", "sbgemv_fwd", ta, tx, R, U, VEC, KB)
+        threads = 256
+        rowgroups = nf * (-(-nd // R))
+        S = S or self.fwd_splits
+        if S is None:  # split the columns until every warp slot gets several work items (large Fhat only)
+            S = 1
+            slots = self.sm_count * self._resident_blocks(fn, threads) * threads // 32
+            big = nf * nd * ncol * ta.itemsize >= 32 << 20
+            while big and rowgroups * S * G // 32 < 8 * slots and ncol // (2 * S) >= 2 * G * VEC * U // 4 and S < 64:
+                S *= 2
+        cw = -(-ncol // S)
+        cw += cw % VEC
+        groups = rowgroups * S
+        groups_per_block = threads // 32 * (32 // G)
+        grid = (-(-groups // groups_per_block), -(-K // KB))
+        tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(G), np.int32(S), np.int32(cw),
+                np.int32(col0), np.int32(col1))
+        return fn, grid, (threads,), 0, tail, S
+
+    def _adj_config(self, nf, nd, nm, K, ta, tx, U=None, VEC=None, KB=None, CT=None, flat=None, T=256,
+                    col0=0, col1=None, S=None):
+        c128 = ta == np.complex128
+        col1 = nm if col1 is None else col1
+        ncol = col1 - col0
+        KB = KB or self._kb(K)
+        if KB > 8 and c128:
+            KB = 8
+        if VEC is None:
+            VEC = 2 if (not c128 and nm % 2 == 0 and col0 % 2 == 0 and ncol % 2 == 0 and KB <= 2) else 1
+        if flat is None:
+            # the blocked kernel for large launches (measured faster at 1-8 GB of Fhat), else the
+            # balanced one (no idle last wave when there are few blocks per multiprocessor)
+            flat = K == 1 and self.adj_flat and nf * nd * ncol * ta.itemsize < (512 << 20)
+        if flat:  # one right-hand side: balanced column ranges, one block per resident slot
+            U = U or 4
+            fn = kernels.kernel("sbgemv.cu", "sbgemv_adj_flat", ta, tx, U, VEC)
+            units = nf * (ncol // VEC)
+            P = max(1, min(self.sm_count * self._resident_blocks(fn, T), -(-units // T)))
+            per = -(-units // P)
+            tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int64(per), np.int32(col0), np.int32(col1))
+            return fn, (P,), (T,), 0, tail, 1
+        if U is None:
+            U = 8 if KB == 1 else (4 if KB <= 4 else 2)
+        cols = -(-ncol // VEC)
+        CT = CT or min(128, 32 * -(-cols // 32))
+        tiles = -(-cols // CT)
+        RS = 1
+        target = 2 * self.sm_count * 2048
+        isz = ta.itemsize
+        CH = int(max(1, min(nd, 16384 // (KB * isz))))
+        while (RS < 16 and CT * RS < 1024 and nf * tiles * CT * RS < target and nd >= 16 * RS
+               and (CH * KB + CT * 2 * RS * VEC * KB) * isz <= 40960):
+            RS *= 2
+        smem = (CH * KB + (CT * RS * VEC * KB if RS > 1 else 0)) * isz
+        fn = kernels.kernel("sbgemv.cu", "sbgemv_adj", ta, tx, U, VEC, KB)
+        grid = (nf * tiles, -(-K // KB))
+        tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(RS), np.int32(CH), np.int32(col0),
+                np.int32(col1))
+        return fn, grid, (CT * RS,), smem, tail, 1
+
+    def _sbgemm_blas(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool) -> None:
+        """Batched GEMM through cuBLAS, ``Fhat`` read in place; the adjoint as
+        ``(x^H Fhat)^H`` so that no conjugate transpose of ``Fhat`` is formed.
+        With :attr:`real_gemm` the forward product runs as a real GEMM on the
+        interleaved view of ``Fhat`` (``[re im]`` pairs) against an expanded
+        real copy of ``x`` (cuBLAS's complex64 GEMM is slow for few columns)."""
+        cp = self._cupy
+        nf, nd, nm = Fhat.shape
+        K = x_hat.shape[2]
+        ta = np.dtype(Fhat.dtype)
+        if not adjoint:
+            if self.real_gemm.get(ta, False):
+                real = _C2R[ta]
+                Xr = self._buffer((nf, nm, 2, K, 2), real, "realgemm-x")
+                xc = x_hat.astype(ta, copy=False)
+                Xr[:, :, 0, :, 0] = xc.real
+                Xr[:, :, 1, :, 0] = -xc.imag
+                Xr[:, :, 0, :, 1] = xc.imag
+                Xr[:, :, 1, :, 1] = xc.real
+                cp.matmul(Fhat.view(real), Xr.reshape(nf, 2 * nm, 2 * K), out=out.view(real))
+                return
+            xc = x_hat
+            if x_hat.dtype != Fhat.dtype:
+                xc = self._buffer(x_hat.shape, Fhat.dtype, "blas-in")
+                self._ccast(x_hat, xc, 1.0)
+            cp.matmul(Fhat, xc, out=out)
+            return
+        xh = self._buffer((nf, K, nd), Fhat.dtype, "blas-xh")
+        cp.conj(x_hat.transpose(0, 2, 1), out=xh)
+        prod = self._buffer((nf, K, nm), Fhat.dtype, "blas-prod")
+        cp.matmul(xh, Fhat, out=prod)
+        cp.conj(prod.transpose(0, 2, 1), out=out)
+
+    # -- set-up and measurement ------------------------------------------
+    def fft_matrix(self, f: np.ndarray, dtype: Any) -> Array:
+        """``Fhat`` (Nt+1, nd, nm) of ``dtype``, computed on the GPU in float64
+        block rows at a time (bounded work space) and rounded once.
+
+        Raises :class:`FftmatvecError` naming the bytes needed when ``Fhat``
+        does not fit in the free device memory.
+        """
+        cp = self._cupy
+        dtype = np.dtype(dtype)
+        nd, nm, nt = f.shape
+        L, nf = 2 * nt, nt + 1
+        need = nf * nd * nm * dtype.itemsize
+        row_bytes = nm * (nt * 8 + L * 8 + 2 * nf * 16)  # upload, padded copy, transform, cast
+        free = self.free_bytes()
+        if need + row_bytes > free:
+            raise FftmatvecError(
+                f"Fhat of {nd}x{nm}x{nf} {dtype} needs {need} bytes ({need / 2**30:.2f} GiB) plus "
+                f"{row_bytes} bytes of work space on GPU {self.device_id}, but only {free} bytes "
+                f"({free / 2**30:.2f} GiB) are free; use more ranks or single precision"
+            )
+        budget = max(row_bytes, min(512 << 20, (free - need) // 2))
+        rows = max(1, budget // row_bytes)
+        Fhat = cp.empty((nf, nd, nm), dtype)
+        for i0 in range(0, nd, rows):
+            i1 = min(nd, i0 + rows)
+            blk = cp.asarray(np.ascontiguousarray(f[i0:i1], dtype=np.float64))
+            hat = cp.fft.rfft(blk, n=L, axis=-1)  # (rows, nm, nf) complex128
+            Fhat[:, i0:i1, :] = hat.transpose(2, 0, 1)
+            del blk, hat
+        self.synchronize()
+        return Fhat
+
+    def copy_bandwidth(self, nbytes: int = 1 << 30, repeats: int = 5) -> float:
+        """Device-to-device ``cudaMemcpyAsync`` bandwidth, bytes read + written
+        per second, median of ``repeats`` timed with CUDA events (after one warm-up)."""
+        cp = self._cupy
+        n = max(1, nbytes // 8)
+        src = cp.empty(n, np.float64)
+        src.fill(1.0)
+        dst = cp.empty_like(src)
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        times = []
+        for _ in range(repeats + 1):
+            start.record()
+            dst.data.copy_from_device_async(src.data, src.nbytes)
+            end.record()
+            end.synchronize()
+            times.append(cp.cuda.get_elapsed_time(start, end) * 1e-3)
+        del src, dst
+        return 2 * n * 8 / float(np.median(times[1:]))
+
+    def timer(self) -> StageTimer:
+        return StageTimer(self.synchronize)
+
+    # -- reference pipeline ------------------------------------------------
+    def naive_matvec(self, Fhat: Array, x: Array, adjoint: bool) -> Array:
+        """The naive CuPy pipeline for comparison: ``cupy.fft.rfft``, one
+        batched ``cupy.matmul`` reading ``Fhat`` in place (the adjoint as
+        ``(x^H Fhat)^H``), ``cupy.fft.irfft``; new arrays every call.
+
+        x : (n, Nt, K) real, SOTI.  Returns (n_out, Nt, K) real.
+        """
+        cp = self._cupy
+        x = cp.asarray(x)
+        nt = x.shape[1]
+        L = 2 * nt
+        x_hat = cp.fft.rfft(x, n=L, axis=1)  # (n, Nf, K)
+        x_hat = cp.ascontiguousarray(x_hat.transpose(1, 0, 2), dtype=Fhat.dtype)  # (Nf, n, K)
+        if adjoint:
+            y_hat = cp.matmul(x_hat.conj().transpose(0, 2, 1), Fhat).conj().transpose(0, 2, 1)
+        else:
+            y_hat = cp.matmul(Fhat, x_hat)
+        y = cp.fft.irfft(y_hat, n=L, axis=0)[:nt]
+        return y.transpose(1, 0, 2)
+
+
+__all__ = ["GPUBackend", "select_device", "local_rank_from_env"]

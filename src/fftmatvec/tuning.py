@@ -1,0 +1,700 @@
+"""Mixed precision you can trust: conditioning, measured Pareto front, automatic choice.
+
+For one operator this module
+
+1. computes the quantities of the error model of design.md section 3
+   (:func:`conditioning`: ``||F||`` from the singular values of ``Fhat``,
+   exactly with a batched SVD when that is cheap, otherwise estimated);
+2. measures, for each of the 32 precision codes and for ``F`` and ``F^T``,
+   the relative error against ``ddddd`` on random probe vectors (maximum over
+   the probes) and the median time of one product (:func:`measure`), with
+   the predicted bound :func:`fftmatvec.precision.error_bound` beside it;
+3. marks the Pareto front of time versus error and picks, separately for
+   ``F`` and ``F^T``, the fastest code whose measured error (and, if asked,
+   predicted bound) meets a tolerance (:meth:`Tuning.choose`, :func:`tune`).
+
+``BTTOperator(f, precision="auto", tolerance=1e-7)`` runs :func:`auto_precision`.
+One engine (:class:`~fftmatvec.btt.LocalBTT`) keeps ``Fhat`` in both complex
+precisions and runs every code through ``engine.apply``: ``Fhat`` is
+computed twice (once per complex precision), not 32 times.  Only the public
+backend interface is used (``asarray``, ``to_host``, ``sbgemv``,
+``synchronize``), so the same code measures on the CPU and on a GPU.
+
+See docs/precision.md.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Iterable
+
+import numpy as np
+
+from . import precision as _precision
+from .backend import Backend, get_backend
+from .btt import LocalBTT
+from .errors import ConfigError, FftmatvecError
+from .precision import ALL_CODES, DEFAULT, DIRECTIONS, error_bound, model_sizes, parse, validate_tolerance
+
+#: Largest ``Nf * min(nd, nm)**2 * max(nd, nm)`` (about the flops of the
+#: batched SVD) for which :func:`conditioning` computes every frequency's
+#: singular values; beyond it they are estimated.  2e9 takes a few seconds on
+#: two cores (QR of each ``Fhat[k]^H`` first, then the SVD of the small
+#: triangle): e.g. ``Nm=1000, Nd=50, Nt=500`` is exact, the headline
+#: ``Nm=5000, Nd=100, Nt=1000`` (5e10) is estimated.
+EXACT_SVD_WORK = 2e9
+
+#: Frequencies whose full SVD is taken when estimating (evenly spaced, both ends).
+SAMPLED_FREQUENCIES = 16
+
+#: Steps of the batched power iteration for ``max_k sigma_max(Fhat[k])`` when estimating.
+POWER_STEPS = 30
+
+
+# -- conditioning --------------------------------------------------------------
+@dataclass(frozen=True)
+class Conditioning:
+    """What the error model needs to know about ``Fhat``.
+
+    Attributes
+    ----------
+    norm : float
+        ``max_k sigma_max(Fhat[k])``: the 2-norm of the circulant embedding
+        of ``F``, an upper bound of ``||F||_2 = ||F^T||_2``.
+    cond : float
+        ``max_k sigma_max(Fhat[k]) / sigma_min(Fhat[k])`` over the
+        ``min(nd, nm)`` singular values of each frequency: design.md's
+        ``kappa(Fhat)``.  Infinite when some ``Fhat[k]`` is rank deficient.
+        A diagnostic: the error of a product does not scale with it.
+    frobenius : float
+        ``||F||_F`` of the BTT operator, ``sqrt(sum_t (Nt - t) ||f[:, :, t]||^2)``.
+    kappa_forward, kappa_adjoint : float
+        A-priori product condition at a random Gaussian input:
+        ``norm * sqrt(n_in) / frobenius`` with ``n_in = Nm*Nt`` for ``F`` and
+        ``Nd*Nt`` for ``F^T`` (``E ||F x||^2 = ||F||_F^2`` for unit white ``x``).
+        The measured product condition ``norm ||x|| / ||F x||`` of the probes
+        concentrates here.
+    exact : bool
+        Whether ``norm`` and ``cond`` come from every frequency's SVD.
+    method : str
+        How they were obtained.
+    """
+
+    norm: float
+    cond: float
+    frobenius: float
+    kappa_forward: float
+    kappa_adjoint: float
+    exact: bool
+    method: str
+
+    def kappa(self, direction: str) -> float:
+        """The a-priori product condition of ``direction`` ("forward"/"adjoint")."""
+        model_sizes(direction, 1, 1)  # validates the name
+        return self.kappa_forward if direction == "forward" else self.kappa_adjoint
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: _finite_or_none(v) for k, v in asdict(self).items()}
+
+
+def _singular_values(A: np.ndarray) -> np.ndarray:
+    """Singular values of a stack ``(k, p, q)``, largest first.
+
+    For a wide or tall stack the QR factor of the long side is taken first
+    (``np.linalg.svd`` of a 50 x 1000 complex matrix is ~10x slower than a
+    QR plus the SVD of the 50 x 50 triangle); same singular values.
+    """
+    p, q = A.shape[1:]
+    if max(p, q) >= 2 * min(p, q):
+        long = A.conj().transpose(0, 2, 1) if p < q else A
+        A = np.linalg.qr(long, mode="r")
+    return np.linalg.svd(A, compute_uv=False)
+
+
+def _frobenius(f: np.ndarray) -> float:
+    nt = f.shape[2]
+    energy = np.einsum("ijt,ijt->t", f, f)  # ||f[:, :, t]||^2
+    return float(math.sqrt(float(np.dot(nt - np.arange(nt), energy))))
+
+
+def conditioning(
+    f: np.ndarray,
+    *,
+    backend: "str | Backend" = "cpu",
+    Fhat: Any = None,
+    exact: bool | None = None,
+    seed: int = 0,
+) -> Conditioning:
+    """Norm and condition of ``F`` from the singular values of ``Fhat``.
+
+    Parameters
+    ----------
+    f : (nd, nm, Nt) float64, SOTI
+        First block column (for ``||F||_F``, and ``Fhat`` when not given).
+    backend : Backend or device name
+        Where ``Fhat`` lives (used when estimating).
+    Fhat : (Nf, nd, nm) complex array on ``backend``, optional
+        ``rfft(pad(f))`` if already computed (an engine's ``Fhat`` copy).
+    exact : bool, optional
+        Force the full batched SVD (True) or the estimate (False); default:
+        exact when ``Nf * min(nd, nm)**2 * max(nd, nm) <= EXACT_SVD_WORK``.
+    seed : int
+        Start vectors of the power iteration.
+
+    Estimate: the full SVD at :data:`SAMPLED_FREQUENCIES` evenly spaced
+    frequencies (``cond`` is their maximum, a lower bound of the true one)
+    and :data:`POWER_STEPS` steps of a power iteration on all frequencies at
+    once for ``norm`` (through ``backend.sbgemv``: two reads of ``Fhat`` per
+    step).  Both are reported with ``exact=False``.
+    """
+    be = get_backend(backend)
+    f = np.asarray(f, dtype=np.float64)
+    if f.ndim != 3:
+        raise ConfigError(f"f must have shape (nd, nm, Nt), got {f.shape}")
+    nd, nm, nt = f.shape
+    nf = nt + 1
+    frob = _frobenius(f)
+    if not frob > 0:
+        raise FftmatvecError("F is zero: relative errors of its products are undefined")
+    work = nf * min(nd, nm) ** 2 * max(nd, nm)
+    if exact is None:
+        exact = work <= EXACT_SVD_WORK
+
+    def host_freqs(idx) -> np.ndarray:
+        if Fhat is not None:
+            return np.asarray(be.to_host(Fhat[idx]), dtype=np.complex128)
+        # only the asked frequencies: a DFT of f at those bins
+        k = np.atleast_1d(np.arange(nf)[idx])
+        w = np.exp(-2j * np.pi * np.outer(np.arange(nt), k) / (2 * nt))
+        return np.einsum("ijt,tk->kij", f, w)
+
+    if exact:
+        chunk = max(1, int((64 << 20) // (16 * nd * nm)))
+        if Fhat is None:
+            full = np.fft.rfft(f, n=2 * nt, axis=-1).transpose(2, 0, 1)  # (Nf, nd, nm) view
+            parts = (np.ascontiguousarray(full[k:k + chunk]) for k in range(0, nf, chunk))
+        else:
+            parts = (host_freqs(slice(k, k + chunk)) for k in range(0, nf, chunk))
+        smax, cond = 0.0, 0.0
+        for A in parts:
+            s = _singular_values(A)
+            smax = max(smax, float(s[:, 0].max()))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(s[:, -1] > 0, s[:, 0] / s[:, -1], np.inf)
+            cond = max(cond, float(ratio.max()))
+        method = f"batched SVD of all {nf} frequencies"
+    else:
+        idx = np.unique(np.linspace(0, nf - 1, min(SAMPLED_FREQUENCIES, nf)).round().astype(int))
+        s = _singular_values(host_freqs(idx))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cond = float(np.where(s[:, -1] > 0, s[:, 0] / s[:, -1], np.inf).max())
+        if Fhat is None:
+            Fhat = be.fft_matrix(f, np.complex64)
+        smax = max(float(s[:, 0].max()), _power_norm(be, Fhat, seed))
+        method = (
+            f"estimated: SVD at {len(idx)} of {nf} frequencies, "
+            f"{POWER_STEPS} steps of power iteration on all"
+        )
+    n_norm = smax * math.sqrt(nt) / frob
+    return Conditioning(
+        norm=smax,
+        cond=cond,
+        frobenius=frob,
+        kappa_forward=n_norm * math.sqrt(nm),
+        kappa_adjoint=n_norm * math.sqrt(nd),
+        exact=bool(exact),
+        method=method,
+    )
+
+
+def _power_norm(be: Backend, Fhat: Any, seed: int) -> float:
+    """``max_k sigma_max(Fhat[k])`` by a power iteration on all frequencies at once."""
+    xp = be.xp
+    nf, nd, nm = Fhat.shape
+    rng = np.random.default_rng(seed)
+    v = be.asarray(rng.standard_normal((nf, nm, 1)) + 1j * rng.standard_normal((nf, nm, 1)), dtype=Fhat.dtype)
+    w = be.empty((nf, nd, 1), Fhat.dtype)
+    sigma = None
+    for _ in range(POWER_STEPS):
+        nv = xp.linalg.norm(v, axis=1, keepdims=True)
+        v /= xp.where(nv > 0, nv, 1)
+        be.sbgemv(Fhat, v, out=w, adjoint=False)  # w = F v, ||w|| -> sigma_max from below
+        sigma = xp.linalg.norm(w, axis=1)
+        be.sbgemv(Fhat, w, out=v, adjoint=True)  # v = F^H F v
+    be.synchronize()
+    return float(be.to_host(sigma).max())
+
+
+# -- measurement -----------------------------------------------------------------
+@dataclass(frozen=True)
+class Measurement:
+    """One code in one direction.
+
+    Attributes
+    ----------
+    direction : "forward" (``F m``) or "adjoint" (``F^T d``)
+    code : str
+    error : float
+        Largest relative error ``||y - y_ref|| / ||y_ref||`` over the probes,
+        ``y_ref`` the ``ddddd`` product (so ``ddddd`` itself has 0).
+    time : float
+        Median seconds of one product (``K = 1``, input already on the
+        device in the pad precision, device synchronised around the call).
+    bound : float
+        :func:`~fftmatvec.precision.error_bound` with the probes' ``kappa``.
+    pareto : bool
+        On the Pareto front of time versus error (no other code is at least
+        as fast and at least as accurate, and strictly better in one).
+    meets : bool
+        Meets the tolerance of the :class:`Tuning` it belongs to.
+    """
+
+    direction: str
+    code: str
+    error: float
+    time: float
+    bound: float
+    pareto: bool = False
+    meets: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["time_s"] = d.pop("time")
+        return {k: _finite_or_none(v) for k, v in d.items()}
+
+
+def pareto_front(times: Iterable[float], errors: Iterable[float]) -> list[bool]:
+    """For points ``(time, error)``, whether each is on the Pareto front (not
+    dominated: no other point has ``time <=`` and ``error <=`` with one strict)."""
+    pts = list(zip(map(float, times), map(float, errors)))
+    return [
+        not any(t2 <= t and e2 <= e and (t2 < t or e2 < e) for t2, e2 in pts)
+        for t, e in pts
+    ]
+
+
+@dataclass
+class Tuning:
+    """Measurements of every code for one operator, and the choice for a tolerance.
+
+    Attributes
+    ----------
+    entries : list[Measurement]
+        One per (direction, code) measured.
+    conditioning : Conditioning
+    kappa : dict[str, float]
+        Per direction, the product condition used in the bounds: the largest
+        ``norm ||x|| / ||F x||`` over the probes.
+    sizes : dict
+        ``Nd, Nm, Nt, pr, pc``.
+    device : str
+        Backend name.
+    probes, repeats : int
+    tolerance : float or None
+        Set by :meth:`choose`.
+    forward, adjoint : str or None
+        The chosen codes (None for a direction not measured).
+    met : dict[str, bool]
+        Whether the chosen code of each direction meets the tolerance (False:
+        no code did, the all-double ``ddddd`` was taken).
+    require_bound : bool
+        Whether the predicted bound had to meet the tolerance too.
+    """
+
+    entries: list[Measurement]
+    conditioning: Conditioning
+    kappa: dict[str, float]
+    sizes: dict[str, int]
+    device: str
+    probes: int
+    repeats: int
+    tolerance: float | None = None
+    forward: str | None = None
+    adjoint: str | None = None
+    met: dict[str, bool] = field(default_factory=dict)
+    require_bound: bool = False
+
+    @property
+    def directions(self) -> list[str]:
+        return [d for d in DIRECTIONS if any(e.direction == d for e in self.entries)]
+
+    def table(self, direction: str) -> list[Measurement]:
+        """The entries of one direction, fastest first."""
+        return sorted((e for e in self.entries if e.direction == direction), key=lambda e: (e.time, e.error))
+
+    def entry(self, direction: str, code: str) -> Measurement:
+        for e in self.entries:
+            if e.direction == direction and e.code == code:
+                return e
+        raise KeyError((direction, code))
+
+    def chosen(self, direction: str) -> str | None:
+        return self.forward if direction == "forward" else self.adjoint
+
+    def speedup(self, direction: str) -> float:
+        """Time of ``ddddd`` over the time of the chosen code."""
+        return self.entry(direction, DEFAULT).time / self.entry(direction, self.chosen(direction)).time
+
+    def choose(self, tolerance: float, require_bound: bool = False) -> "Tuning":
+        """A copy with the fastest code per direction whose measured error
+        (and predicted bound, if ``require_bound``) is at most ``tolerance``.
+
+        When no code qualifies (``require_bound`` with a tolerance below the
+        all-double bound), ``ddddd`` is taken and ``met[direction]`` is False.
+        """
+        tol = validate_tolerance(tolerance)
+        entries, chosen, met = [], {}, {}
+        for e in self.entries:
+            ok = e.error <= tol and (not require_bound or e.bound <= tol)
+            entries.append(replace(e, meets=bool(ok)))
+        for d in self.directions:
+            ok = [e for e in entries if e.direction == d and e.meets]
+            met[d] = bool(ok)
+            chosen[d] = min(ok, key=lambda e: (e.time, e.error)).code if ok else DEFAULT
+        return replace(
+            self, entries=entries, tolerance=tol, require_bound=bool(require_bound), met=met,
+            forward=chosen.get("forward"), adjoint=chosen.get("adjoint"),
+        )
+
+    # -- output -----------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: keys ``forward``, ``adjoint``, ``table`` (one entry per
+        code and direction) and the context (tolerance, sizes, kappa, ...)."""
+        return {
+            "forward": self.forward,
+            "adjoint": self.adjoint,
+            "tolerance": self.tolerance,
+            "require_bound": self.require_bound,
+            "met": self.met,
+            "device": self.device,
+            "sizes": self.sizes,
+            "probes": self.probes,
+            "repeats": self.repeats,
+            "kappa": {k: _finite_or_none(v) for k, v in self.kappa.items()},
+            "conditioning": self.conditioning.to_dict(),
+            "constants": dict(_precision.CONSTANTS),
+            "table": [e.to_dict() for d in self.directions for e in self.table(d)],
+        }
+
+    def format(self) -> str:
+        """The human-readable table of both directions and the choice."""
+        s, c = self.sizes, self.conditioning
+        lines = [
+            f"Nm={s['Nm']} Nd={s['Nd']} Nt={s['Nt']} grid {s['pr']}x{s['pc']}  device={self.device}  "
+            f"probes={self.probes} repeats={self.repeats}",
+            f"||F|| <= {c.norm:.4g}  ||F||_F = {c.frobenius:.4g}  cond(Fhat) = {c.cond:.3g}  "
+            f"({'exact' if c.exact else 'estimated'}: {c.method})",
+        ]
+        for d in self.directions:
+            name = "F m" if d == "forward" else "F^T d"
+            ref = self.entry(d, DEFAULT).time
+            lines += [
+                "",
+                f"{name} ({d}): kappa = {self.kappa[d]:.3g} (probes), {c.kappa(d):.3g} (a priori)",
+                f"  {'code':<6} {'bound':>9} {'error':>9} {'time [ms]':>10} {'vs ddddd':>8}  front  meets",
+            ]
+            for e in self.table(d):
+                mark = "<- chosen" if e.code == self.chosen(d) and self.tolerance is not None else ""
+                meets = ("yes" if e.meets else "no") if self.tolerance is not None else "-"
+                lines.append(
+                    f"  {e.code:<6} {e.bound:9.2e} {e.error:9.2e} {e.time * 1e3:10.3f} {ref / e.time:7.2f}x"
+                    f"  {'*' if e.pareto else ' ':^5}  {meets:<5} {mark}".rstrip()
+                )
+        if self.tolerance is not None:
+            lines.append("")
+            rule = "measured error and predicted bound" if self.require_bound else "measured error"
+            for d in self.directions:
+                e = self.entry(d, self.chosen(d))
+                name = "F  " if d == "forward" else "F^T"
+                note = "" if self.met.get(d) else f"  (NO code meets {self.tolerance:g}: all-double kept)"
+                lines.append(
+                    f"chosen for {name}: {e.code}  error {e.error:.2e}  bound {e.bound:.2e}  "
+                    f"{e.time * 1e3:.3f} ms = {self.speedup(d):.2f}x ddddd  ({rule} <= {self.tolerance:g}){note}"
+                )
+        return "\n".join(lines)
+
+    def plot(self, path: str) -> str:
+        """Save the time-versus-error plot with the Pareto front (PNG, Agg)."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        dirs = self.directions
+        fig, axes = plt.subplots(1, len(dirs), figsize=(6.5 * len(dirs), 5), squeeze=False)
+        floor = float(np.finfo(np.float64).eps) / 4  # where ddddd's 0 error is drawn
+        for ax, d in zip(axes[0], dirs):
+            tab = self.table(d)
+            t = np.array([e.time * 1e3 for e in tab])
+            err = np.array([max(e.error, floor) for e in tab])
+            front = np.array([e.pareto for e in tab])
+            ax.scatter(t[~front], err[~front], c="0.6", s=18, label="code")
+            order = np.argsort(t[front])
+            ax.plot(t[front][order], err[front][order], "o-", c="C0", label="Pareto front")
+            for e, x, y in zip(tab, t, err):
+                if e.pareto:
+                    ax.annotate(e.code, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+            if self.tolerance is not None:
+                ax.axhline(self.tolerance, c="C3", ls="--", lw=1, label=f"tolerance {self.tolerance:g}")
+                pick = self.entry(d, self.chosen(d))
+                ax.scatter([pick.time * 1e3], [max(pick.error, floor)], s=140, facecolors="none",
+                           edgecolors="C3", linewidths=2, label=f"chosen {pick.code}")
+            ax.set_yscale("log")
+            ax.set(xlabel="median time per product [ms]", ylabel="relative error vs ddddd (ddddd drawn at eps/4)",
+                   title=("F m" if d == "forward" else "F^T d") + f"  ({self.device}, Nm={self.sizes['Nm']}, "
+                   f"Nd={self.sizes['Nd']}, Nt={self.sizes['Nt']})")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return str(path)
+
+
+def _finite_or_none(v: Any) -> Any:
+    """JSON has no inf/nan: those become None."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _rel(y: np.ndarray, ref: np.ndarray, ref_norm: float) -> float:
+    return float(np.linalg.norm(y - ref) / ref_norm) if ref_norm > 0 else math.inf
+
+
+def measure(
+    f: np.ndarray,
+    *,
+    backend: "str | Backend" = "cpu",
+    codes: Iterable[str] = ALL_CODES,
+    directions: Iterable[str] = DIRECTIONS,
+    probes: int = 3,
+    repeats: int = 5,
+    seed: int = 0,
+    exact: bool | None = None,
+    pr: int = 1,
+    pc: int = 1,
+) -> Tuning:
+    """Measure error and time of each code on the operator of ``f``.
+
+    Parameters
+    ----------
+    f : (Nd, Nm, Nt) float64, SOTI
+        The whole first block column (one process).
+    backend : Backend or device name
+    codes : iterable of str
+        Default all 32.  ``ddddd`` is always the reference.
+    directions : iterable of "forward", "adjoint"
+    probes : int
+        Random Gaussian probe vectors per direction (the error is the
+        maximum over them).
+    repeats : int
+        Timed products per code (the median is kept), taken round-robin
+        over the codes in a shuffled order so that drift does not favour one.
+    seed : int
+        Seed of the probes and of the order.
+    exact : bool, optional
+        Passed to :func:`conditioning`.
+    pr, pc : int
+        Grid shape for the model's ``n_inner``/``n_reduce`` (measurements
+        run on one process; only ``1 x 1`` is measured today).
+
+    Returns
+    -------
+    Tuning
+        Without a choice; call :meth:`Tuning.choose`.
+    """
+    be = get_backend(backend)
+    f = np.asarray(f, dtype=np.float64)
+    if f.ndim != 3:
+        raise ConfigError(f"f must have shape (Nd, Nm, Nt), got {f.shape}")
+    if not np.all(np.isfinite(f)):
+        raise FftmatvecError("f contains NaN or Inf")
+    Nd, Nm, Nt = f.shape
+    codes = [parse(c).code for c in codes]
+    directions = list(dict.fromkeys(directions))
+    for d in directions:
+        model_sizes(d, 1, 1)
+    for name, v in (("probes", probes), ("repeats", repeats)):
+        if isinstance(v, bool) or int(v) != v or v < 1:
+            raise ConfigError(f"{name} must be a positive integer, got {v!r}")
+    rng = np.random.default_rng(seed)
+    engine = LocalBTT(f, be, {np.complex64, np.complex128})
+    cond = conditioning(f, backend=be, Fhat=engine.Fhat[np.dtype(np.complex128)], exact=exact, seed=seed)
+    ref_prec = parse(DEFAULT)
+    entries: list[Measurement] = []
+    kappa: dict[str, float] = {}
+    for d in directions:
+        adjoint = d == "adjoint"
+        n_in = Nd if adjoint else Nm
+        xs = [rng.standard_normal((n_in, Nt, 1)) for _ in range(int(probes))]
+        x_dev = {dt: [be.asarray(x, dtype=dt) for x in xs] for dt in (np.dtype(np.float32), np.dtype(np.float64))}
+        refs = [_host(be, engine.apply(x, ref_prec, adjoint)) for x in x_dev[np.dtype(np.float64)]]
+        ref_norms = [float(np.linalg.norm(r)) for r in refs]
+        kappa[d] = max(
+            (cond.norm * float(np.linalg.norm(x)) / rn if rn > 0 else math.inf) for x, rn in zip(xs, ref_norms)
+        )
+        n_inner, n_reduce = model_sizes(d, Nd, Nm, pr, pc)
+        errors = {}
+        for code in codes:
+            p = parse(code)
+            errors[code] = max(
+                _rel(_host(be, engine.apply(x, p, adjoint)), r, rn)
+                for x, r, rn in zip(x_dev[p.pad], refs, ref_norms)
+            )
+        times = {code: [] for code in codes}
+        for _ in range(int(repeats)):
+            for code in rng.permutation(codes):
+                p = parse(str(code))
+                x = x_dev[p.pad][0]
+                be.synchronize()
+                t0 = time.perf_counter()
+                engine.apply(x, p, adjoint)
+                be.synchronize()
+                times[str(code)].append(time.perf_counter() - t0)
+        med = {code: float(np.median(ts)) for code, ts in times.items()}
+        front = pareto_front([med[c] for c in codes], [errors[c] for c in codes])
+        for code, on_front in zip(codes, front):
+            bound = error_bound(code, kappa=kappa[d], Nt=Nt, n_inner=n_inner, n_reduce=n_reduce)
+            entries.append(Measurement(d, code, errors[code], med[code], bound, pareto=on_front))
+    return Tuning(
+        entries=entries,
+        conditioning=cond,
+        kappa=kappa,
+        sizes={"Nd": Nd, "Nm": Nm, "Nt": Nt, "pr": int(pr), "pc": int(pc)},
+        device=be.name,
+        probes=int(probes),
+        repeats=int(repeats),
+    )
+
+
+def _host(be: Backend, y: Any) -> np.ndarray:
+    """A float64 host copy (engine outputs are workspace buffers, reused)."""
+    return np.array(be.to_host(y), dtype=np.float64, copy=True)
+
+
+def tune(
+    f: np.ndarray,
+    tolerance: float,
+    *,
+    require_bound: bool = False,
+    **kwargs: Any,
+) -> Tuning:
+    """:func:`measure` then :meth:`Tuning.choose`: the fastest codes for ``F``
+    and ``F^T`` that meet ``tolerance`` (relative error against all-double).
+
+    Other keyword arguments as for :func:`measure`.
+    """
+    tol = validate_tolerance(tolerance)  # before the (long) measurement
+    return measure(f, **kwargs).choose(tol, require_bound=require_bound)
+
+
+def _is_auto(code: Any) -> bool:
+    return isinstance(code, str) and code.strip().lower() == "auto"
+
+
+def auto_precision(
+    f: np.ndarray,
+    precision: Any,
+    adjoint_precision: Any,
+    tolerance: Any,
+    *,
+    backend: "str | Backend" = "cpu",
+    grid: Any = None,
+    shape: tuple[int, int, int] | None = None,
+    **kwargs: Any,
+) -> Tuning:
+    """Resolve ``precision="auto"`` for :class:`~fftmatvec.operator.BTTOperator`.
+
+    ``precision`` "auto" chooses the code of ``F``; ``adjoint_precision``
+    "auto" or None (with ``precision="auto"``) that of ``F^T``; a given code
+    is kept as it is (and not measured).  Returns the :class:`Tuning` whose
+    ``forward``/``adjoint`` are the codes to use.
+
+    Raises :class:`ConfigError` for a tolerance without "auto", "auto"
+    without a valid tolerance, or a grid of more than one process (the
+    measurement runs on one process for now).
+    """
+    fwd_auto = _is_auto(precision)
+    adj_auto = _is_auto(adjoint_precision) or (fwd_auto and adjoint_precision is None)
+    if not (fwd_auto or adj_auto):
+        raise ConfigError(
+            f"tolerance={tolerance!r} is used only with precision='auto' (got precision={precision!r})"
+        )
+    if tolerance is None:
+        raise ConfigError("precision='auto' needs a tolerance, e.g. tolerance=1e-7 (relative error)")
+    tol = validate_tolerance(tolerance)
+    if grid is not None and getattr(grid, "size", 1) != 1:
+        raise ConfigError(
+            "precision='auto' runs its measurement on one process for now: use the 1x1 grid, "
+            "or choose the codes with `fftmatvec precision` and pass them"
+        )
+    if shape is not None and tuple(np.shape(f)) != tuple(shape):
+        raise ConfigError(f"precision='auto' needs the whole matrix {tuple(shape)}, got {np.shape(f)}")
+    fixed_fwd = None if fwd_auto else parse(precision).code
+    fixed_adj = None if adj_auto else parse(adjoint_precision if adjoint_precision is not None else precision).code
+    directions = [d for d, auto in (("forward", fwd_auto), ("adjoint", adj_auto)) if auto]
+    result = tune(f, tol, backend=backend, directions=directions, **kwargs)
+    result = replace(
+        result,
+        forward=result.forward if fwd_auto else fixed_fwd,
+        adjoint=result.adjoint if adj_auto else fixed_adj,
+    )
+    for d in directions:
+        if not result.met[d]:
+            warnings.warn(
+                f"precision='auto': no code meets tolerance {tol:g} for "
+                f"{'F' if d == 'forward' else 'F^T'}; using the all-double {DEFAULT}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+    return result
+
+
+# -- test operators ----------------------------------------------------------------
+def synthetic_matrix(
+    Nd: int,
+    Nm: int,
+    Nt: int,
+    *,
+    cond: float = 1e3,
+    rank: int | None = None,
+    seed: int = 0,
+) -> np.ndarray:
+    """A random ``f`` (Nd, Nm, Nt) whose ``Fhat[k]`` have a controlled condition.
+
+    ``f[i, j, t] = sum_r U[i, r] s_r V[j, r] g_r(t)`` with orthonormal columns
+    ``U``, ``V``, singular scales ``s_r`` log-spaced from 1 to ``1/cond`` and
+    decaying random impulse responses ``g_r`` with ``g_r(0) = 1`` and a tail
+    of l1 norm 1/2, so that ``1/2 <= |ghat_r(k)| <= 3/2``: every ``Fhat[k] =
+    U diag(s_r ghat_r(k)) V^T`` has condition within a factor 3 of ``cond``
+    (``rank < min(Nd, Nm)`` makes every ``Fhat[k]`` rank deficient).
+    """
+    rng = np.random.default_rng(seed)
+    for name, v in (("Nd", Nd), ("Nm", Nm), ("Nt", Nt)):
+        if int(v) != v or v < 1:
+            raise ConfigError(f"{name} must be a positive integer, got {v!r}")
+    if not (np.isfinite(cond) and cond >= 1):
+        raise ConfigError(f"cond must be a number >= 1, got {cond!r}")
+    R = min(Nd, Nm) if rank is None else int(rank)
+    if not 1 <= R <= min(Nd, Nm):
+        raise ConfigError(f"rank must be in 1..{min(Nd, Nm)}, got {rank!r}")
+    U = np.linalg.qr(rng.standard_normal((Nd, R)))[0]
+    V = np.linalg.qr(rng.standard_normal((Nm, R)))[0]
+    s = np.logspace(0, -math.log10(cond), R) if R > 1 else np.ones(1)
+    g = np.zeros((R, Nt))
+    g[:, 0] = 1.0
+    if Nt > 1:
+        tau = rng.uniform(1.0, max(2.0, Nt / 4), R)
+        tail = rng.standard_normal((R, Nt - 1)) * np.exp(-np.arange(1, Nt) / tau[:, None])
+        tail *= 0.5 / np.maximum(np.abs(tail).sum(axis=1, keepdims=True), 1e-300)
+        g[:, 1:] = tail
+    # (Nd*Nm, R) @ (R, Nt), one block row at a time to bound the temporary
+    f = np.empty((Nd, Nm, Nt))
+    W = V.T  # (R, Nm)
+    for i in range(Nd):
+        f[i] = (W * (U[i] * s)[:, None]).T @ g
+    return f

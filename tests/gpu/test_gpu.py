@@ -1,0 +1,403 @@
+"""GPU backend (CuPy + native kernels) against the CPU backend and float64 references.
+
+Skipped cleanly without CuPy or without a visible GPU.  References are built
+here, independently of the code under test: a dense block-Toeplitz product
+in float64 for the operator, ``numpy.einsum`` for the per-frequency
+products, NumPy's FFT for the transforms.
+"""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+cupy = pytest.importorskip("cupy")
+try:
+    _NDEV = cupy.cuda.runtime.getDeviceCount()
+except Exception:  # no driver / no device
+    _NDEV = 0
+if _NDEV < 1:
+    pytest.skip("no GPU visible to CuPy", allow_module_level=True)
+
+from fftmatvec import ALL_CODES, BTTOperator  # noqa: E402
+from fftmatvec.backend.cpu import CPUBackend  # noqa: E402
+from fftmatvec.backend.gpu import GPUBackend, select_device  # noqa: E402
+from fftmatvec.errors import FftmatvecError  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+EPS_S = float(np.finfo(np.float32).eps)
+EPS_D = float(np.finfo(np.float64).eps)
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    return GPUBackend()
+
+
+@pytest.fixture(scope="module")
+def eager_gpu():
+    """A GPU backend that never records graphs."""
+    be = GPUBackend()
+    be.graph_max_bytes = -1
+    return be
+
+
+@pytest.fixture(scope="module")
+def native_gpu():
+    """A GPU backend that takes the native kernels for every K, the blocked
+    adjoint kernel for one right-hand side too, and splits forward rows."""
+    be = GPUBackend()
+    be.blas_min_k = {key: 10**6 for key in be.blas_min_k}
+    be.adj_flat = False
+    be.fwd_splits = 3
+    return be
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20240611)
+
+
+def dense_product(f, x, adjoint):
+    """float64 dense block-Toeplitz product: f (nd, nm, Nt), x (n, Nt, K)."""
+    nd, nm, nt = f.shape
+    lag = np.arange(nt)[:, None] - np.arange(nt)[None, :]
+    T = np.where(lag >= 0, f[:, :, np.clip(lag, 0, None)], 0.0)  # (nd, nm, t, s)
+    if adjoint:
+        return np.einsum("ijts,itk->jsk", T, x)
+    return np.einsum("ijts,jsk->itk", T, x)
+
+
+def rel(a, b):
+    """||a - b|| / ||b|| (real or complex)."""
+    a, b = np.asarray(a), np.asarray(b)
+    return float(np.linalg.norm((a - b).ravel()) / np.linalg.norm(b.ravel()))
+
+
+def code_tol(code, nm, nt):
+    """Error allowed for a code: at the level of its lowest-precision stage."""
+    eps = EPS_S if "s" in code else EPS_D
+    return 200 * eps * (np.log2(2 * nt) + 2 + np.sqrt(nm))
+
+
+CORE_SHAPES = [  # (Nd, Nm, Nt)
+    (5, 7, 6),  # uneven tiny
+    (3, 11, 13),  # primes
+    (4, 5, 1),  # Nt = 1
+    (1, 9, 8),  # Nd = 1
+    (6, 1, 7),  # Nm = 1
+    (17, 5, 9),  # Nd > Nm
+    (3, 40, 12),  # Nd < Nm
+    (2, 3, 31),  # odd length
+]
+
+
+@pytest.mark.parametrize("shape", CORE_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("adjoint", [False, True], ids=["F", "FT"])
+def test_core_shapes_vs_dense_and_cpu(gpu, rng, shape, adjoint):
+    nd, nm, nt = shape
+    f = rng.standard_normal(shape)
+    x = rng.standard_normal((nm if not adjoint else nd, nt, 2))
+    ref = dense_product(f, x, adjoint)
+    op_g = BTTOperator(f, device=gpu)
+    op_c = BTTOperator(f, device=CPUBackend(workers=1))
+    for k in range(2):  # repeated calls: eager, recorded, replayed
+        apply = op_g.rmatvec if adjoint else op_g.matvec
+        y = apply(x[:, :, 0])
+        assert isinstance(y, np.ndarray) and y.shape == ref.shape[:2]
+        assert rel(y, ref[:, :, 0]) < 1e-12
+    y2 = (op_g.rmatvec if adjoint else op_g.matvec)(x)
+    assert rel(y2, ref) < 1e-12
+    yc = (op_c.rmatvec if adjoint else op_c.matvec)(x)
+    assert rel(y2, yc) < 1e-12
+
+
+@pytest.mark.parametrize("code", ALL_CODES)
+def test_all_precision_codes(gpu, rng, code):
+    nd, nm, nt = 6, 33, 16
+    f = rng.standard_normal((nd, nm, nt))
+    m = rng.standard_normal((nm, nt))
+    d = rng.standard_normal((nd, nt))
+    op = BTTOperator(f, precision=code, device=gpu)
+    op_c = BTTOperator(f, precision=code, device=CPUBackend(workers=1))
+    tol = code_tol(code, nm, nt)
+    for adjoint, x in ((False, m), (True, d)):
+        ref = dense_product(f, x[:, :, None], adjoint)[:, :, 0]
+        y = op.rmatvec(x) if adjoint else op.matvec(x)
+        err = rel(y, ref)
+        assert err < tol, (code, adjoint, err, tol)
+        if "s" in code:  # single precision really used somewhere
+            assert err > 1e-11, (code, adjoint, err)
+        yc = op_c.rmatvec(x) if adjoint else op_c.matvec(x)
+        assert rel(y, yc) < 2 * tol
+
+
+@pytest.mark.parametrize("code", ["ddddd", "dssdd", "ddssd"])
+@pytest.mark.parametrize("K", [2, 3, 5, 8, 9, 16, 17, 33])
+def test_batched_vs_loop(gpu, rng, code, K):
+    nd, nm, nt = 7, 45, 12
+    f = rng.standard_normal((nd, nm, nt))
+    op = BTTOperator(f, precision=code, adjoint_precision=code, device=gpu)
+    tol = 1e-13 if code == "ddddd" else 10 * EPS_S
+    for adjoint in (False, True):
+        apply = op.rmatvec if adjoint else op.matvec
+        X = rng.standard_normal((nd if adjoint else nm, nt, K))
+        Y = apply(X)
+        loop = np.stack([apply(X[:, :, k]) for k in range(K)], axis=2)
+        assert rel(Y, loop) < tol, (adjoint, K)
+        assert rel(Y, dense_product(f, X, adjoint)) < code_tol(code, nm, nt)
+
+
+@pytest.mark.parametrize("shape", [(5, 7, 6), (12, 300, 20), (40, 9, 11)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("code", ["ddddd", "sssss"])
+def test_adjoint_identity(gpu, rng, shape, code):
+    nd, nm, nt = shape
+    f = rng.standard_normal(shape)
+    op = BTTOperator(f, precision=code, device=gpu)
+    m = rng.standard_normal((nm, nt))
+    d = rng.standard_normal((nd, nt))
+    lhs = float(np.vdot(op.matvec(m), d))
+    rhs = float(np.vdot(m, op.rmatvec(d)))
+    scale = np.linalg.norm(op.matvec(m)) * np.linalg.norm(d)
+    assert abs(lhs - rhs) / scale < (1e-12 if code == "ddddd" else 1e-5)
+
+
+@pytest.mark.parametrize("K", [1, 4, 16, 40])
+@pytest.mark.parametrize("code", ["ddddd", "dssdd", "sdsds"])
+def test_graph_replay_equals_eager(gpu, eager_gpu, rng, code, K):
+    nd, nm, nt = 15, 289, 10
+    f = rng.standard_normal((nd, nm, nt))
+    op_r = BTTOperator(f, precision=code, adjoint_precision=code, device=gpu)
+    op_e = BTTOperator(f, precision=code, adjoint_precision=code, device=eager_gpu)
+    for adjoint in (False, True):
+        for call in range(4):  # eager, recorded, replayed, replayed
+            x = rng.standard_normal((nd if adjoint else nm, nt, K))
+            yr = (op_r.rmatvec if adjoint else op_r.matvec)(x)
+            ye = (op_e.rmatvec if adjoint else op_e.matvec)(x)
+            np.testing.assert_array_equal(yr, ye)
+        ws = op_r.engine.workspace(adjoint, op_r.precision, K)
+        assert ws.x_in is not None
+        if K < gpu.blas_min_k[(op_r.engine.Fhat[op_r.precision.sbgemv].dtype, adjoint)]:
+            assert ws.slot.get("graphs"), ws.slot.get("error")
+    # F^T F through replayed workspaces
+    m = rng.standard_normal((nm, nt, K))
+    np.testing.assert_array_equal(op_r.normal(m), op_e.normal(m))
+
+
+def test_capture_context(gpu, rng):
+    x = cupy.asarray(rng.standard_normal((5, 7, 3)))
+    out = cupy.zeros((14, 5, 3))
+    with gpu.capture() as rec:
+        gpu.pad(x, out)
+    np.testing.assert_array_equal(out[:7].get(), x.get().transpose(1, 0, 2))
+    x[...] = cupy.asarray(rng.standard_normal((5, 7, 3)))
+    rec.replay()
+    np.testing.assert_array_equal(out[:7].get(), x.get().transpose(1, 0, 2))
+
+
+NM_TAILS = list(range(1, 34)) + [64, 257, 1025]
+
+
+@pytest.mark.parametrize("adjoint", [False, True], ids=["fwd", "adj"])
+@pytest.mark.parametrize(
+    "ta,tx", [(np.complex128, np.complex128), (np.complex64, np.complex64), (np.complex64, np.complex128),
+              (np.complex128, np.complex64)], ids=["zz", "cc", "cz", "zc"])
+@pytest.mark.parametrize("which", ["default", "native"])
+def test_sbgemv_kernel_tails(gpu, native_gpu, rng, ta, tx, adjoint, which):
+    """Odd sizes through the native kernels (both kernel families), against einsum in float64."""
+    tol = 5e-14 if ta == np.complex128 else 2e-6
+    be = gpu if which == "default" else native_gpu
+    for nm in NM_TAILS:
+        for nd in (1, 3, 5) if nm < 40 else (2, 7):
+            for K in (1, 3, 6, 9) if nm in (1, 7, 32, 33, 257) else (1,):
+                nf = 3
+                A = (rng.standard_normal((nf, nd, nm)) + 1j * rng.standard_normal((nf, nd, nm))).astype(ta)
+                n_in, n_out = (nd, nm) if adjoint else (nm, nd)
+                x = (rng.standard_normal((nf, n_in, K)) + 1j * rng.standard_normal((nf, n_in, K))).astype(tx)
+                out = cupy.full((nf, n_out, K), np.nan, dtype=ta)
+                be.sbgemv(cupy.asarray(A), cupy.asarray(x), out, adjoint=adjoint)
+                A64, x64 = A.astype(np.complex128), x.astype(ta).astype(np.complex128)
+                ref = np.einsum("fij,fik->fjk", A64.conj(), x64) if adjoint else A64 @ x64
+                got = out.get()
+                assert np.all(np.isfinite(got)), (nm, nd, K)
+                assert rel(got, ref) < tol * np.sqrt(nm if not adjoint else nd), (nm, nd, K)
+
+
+@pytest.mark.parametrize("ta", [np.complex64, np.complex128], ids=["c", "z"])
+@pytest.mark.parametrize("adjoint", [False, True], ids=["fwd", "adj"])
+@pytest.mark.parametrize("which", ["default", "native"])
+def test_sbgemv_large_and_blas(gpu, native_gpu, rng, ta, adjoint, which):
+    """Shapes with several blocks per frequency, many RHS (cuBLAS path) and tall matrices."""
+    be = gpu if which == "default" else native_gpu
+    for nf, nd, nm, K in ((4, 100, 5000, 1), (3, 300, 20, 1), (2, 2000, 3, 1), (3, 9, 700, 2), (2, 30, 500, 12),
+                          (40, 50, 1000, 1)):
+        A = (rng.standard_normal((nf, nd, nm)) + 1j * rng.standard_normal((nf, nd, nm))).astype(ta)
+        n_in, n_out = (nd, nm) if adjoint else (nm, nd)
+        x = (rng.standard_normal((nf, n_in, K)) + 1j * rng.standard_normal((nf, n_in, K))).astype(ta)
+        out = cupy.full((nf, n_out, K), np.nan, dtype=ta)
+        be.sbgemv(cupy.asarray(A), cupy.asarray(x), out, adjoint=adjoint)
+        A64, x64 = A.astype(np.complex128), x.astype(np.complex128)
+        ref = np.einsum("fij,fik->fjk", A64.conj(), x64) if adjoint else A64 @ x64
+        tol = 1e-13 if ta == np.complex128 else 1e-5
+        assert rel(out.get(), ref) < tol, (nf, nd, nm, K)
+
+
+@pytest.mark.parametrize("K", [1, 2, 3, 5, 33, 130])
+@pytest.mark.parametrize("tin,tout", [(np.float64, np.float64), (np.float64, np.float32), (np.float32, np.float64)])
+def test_pad_unpad_kernels(gpu, rng, K, tin, tout):
+    for n, nt in ((1, 1), (5, 7), (33, 31), (70, 3)):
+        x = rng.standard_normal((n, nt, K)).astype(tin)
+        pad = cupy.full((2 * nt, n, K), np.nan, dtype=tout)
+        pad[nt:] = 0
+        gpu.pad(cupy.asarray(x), pad)
+        np.testing.assert_array_equal(pad[:nt].get(), x.transpose(1, 0, 2).astype(tout))
+        assert not np.any(pad[nt:].get())
+        xp = rng.standard_normal((2 * nt, n, K)).astype(tin)
+        out = cupy.full((n, nt, K), np.nan, dtype=tout)
+        gpu.unpad(cupy.asarray(xp), out)
+        np.testing.assert_array_equal(out.get(), xp[:nt].transpose(1, 0, 2).astype(tout))
+
+
+LAYOUTS = [("cs", "sc"), ("cc", "cc"), ("ss", "ss")]
+
+
+@pytest.fixture(scope="module", params=LAYOUTS, ids=lambda p: "-".join(p))
+def layout_gpu(request):
+    be = GPUBackend()
+    be.fft_layout = {"r2c": request.param[0], "c2r": request.param[1]}
+    return be
+
+
+@pytest.mark.parametrize("real", [np.float32, np.float64])
+@pytest.mark.parametrize("K", [1, 3])
+def test_ffts_match_numpy(layout_gpu, rng, real, K):
+    gpu = layout_gpu
+    L, n = 26, 7
+    cplx = np.result_type(real, np.complex64)
+    x = rng.standard_normal((L, n, K)).astype(real)
+    out = cupy.empty((L // 2 + 1, n, K), cplx)
+    gpu.rfft(cupy.asarray(x), out)
+    tol = 1e-5 if real == np.float32 else 1e-13
+    assert rel(out.get(), np.fft.rfft(x, axis=0)) < tol
+    for src in (np.complex64, np.complex128):
+        xh = np.fft.rfft(rng.standard_normal((L, n, K)), axis=0).astype(src)
+        y = cupy.empty((L, n, K), real)
+        gpu.irfft(cupy.asarray(xh), y)
+        ref = np.fft.irfft(xh.astype(np.complex128), n=L, axis=0)
+        assert rel(y.get(), ref) < 10 * tol
+        y2 = cupy.empty((L, n, K), real)
+        u = cupy.empty((n, L // 2, K), real)
+        gpu.irfft_unpad(cupy.asarray(xh), y2, u)
+        assert rel(u.get(), ref[: L // 2].transpose(1, 0, 2)) < 10 * tol
+
+
+@pytest.mark.parametrize("K", [1, 2, 5])
+@pytest.mark.parametrize("tin,tout", [(np.float64, np.float64), (np.float64, np.float32), (np.float32, np.float64)])
+def test_pad_rfft_fused(layout_gpu, rng, K, tin, tout):
+    gpu = layout_gpu
+    for n, nt in ((1, 1), (7, 13), (40, 5)):
+        L = 2 * nt
+        x = rng.standard_normal((n, nt, K)).astype(tin)
+        x_pad = cupy.zeros((L, n, K), tout)
+        out = cupy.full((nt + 1, n, K), np.nan, np.result_type(tout, np.complex64))
+        gpu.pad_rfft(cupy.asarray(x), x_pad, out)
+        ref = np.fft.rfft(x.astype(tout).astype(np.float64), n=L, axis=1).transpose(1, 0, 2)
+        assert rel(out.get(), ref) < (1e-5 if tout == np.float32 else 1e-13)
+        # and back: fused inverse + unpad gives x again (round trip of the zero-padded series)
+        y = cupy.full((n, nt, K), np.nan, tin)
+        gpu.irfft_unpad(out, x_pad, y)
+        assert rel(y.get(), x) < (1e-5 if np.float32 in (tin, tout) else 1e-13)
+
+
+@pytest.mark.parametrize("shape", [(5, 7, 6), (3, 40, 12), (17, 5, 9)], ids=lambda s: "x".join(map(str, s)))
+def test_engine_all_fft_layouts(layout_gpu, rng, shape):
+    nd, nm, nt = shape
+    f = rng.standard_normal(shape)
+    op = BTTOperator(f, device=layout_gpu)
+    for K in (1, 3):
+        for adjoint in (False, True):
+            x = rng.standard_normal((nd if adjoint else nm, nt, K))
+            for _ in range(3):
+                y = op.rmatvec(x) if adjoint else op.matvec(x)
+                assert rel(y, dense_product(f, x, adjoint)) < 1e-12
+            timer = layout_gpu.timer()  # the separately timed stages (contract calls)
+            y = (op.rmatvec if adjoint else op.matvec)(x, timer=timer)
+            assert rel(y, dense_product(f, x, adjoint)) < 1e-12
+
+
+@pytest.mark.parametrize("layout", ["cc", "cs"])
+@pytest.mark.parametrize("code", ["ddddd", "ddsdd", "dssdd", "ssssd"])
+def test_pipelined_product(rng, layout, code):
+    """The chunked two-stream product equals the dense reference, eager and replayed."""
+    be = GPUBackend()
+    be.fft_layout = {"r2c": layout, "c2r": "sc"}
+    be.pipeline_chunks = 3
+    nd, nm, nt = 4, 400, 12
+    f = rng.standard_normal((nd, nm, nt))
+    op = BTTOperator(f, precision=code, adjoint_precision=code, device=be)
+    assert len(be._chunk_bounds(op.engine.Fhat[op.precision.sbgemv], 1)) == 3
+    for adjoint in (False, True):
+        for _ in range(4):
+            x = rng.standard_normal((nd if adjoint else nm, nt))
+            y = op.rmatvec(x) if adjoint else op.matvec(x)
+            assert rel(y, dense_product(f, x[:, :, None], adjoint)[:, :, 0]) < code_tol(code, nm, nt)
+        assert op.engine.workspace(adjoint, op.precision, 1).slot.get("graphs")
+
+
+def test_naive_matvec_matches(gpu, rng):
+    nd, nm, nt = 4, 9, 10
+    f = rng.standard_normal((nd, nm, nt))
+    op = BTTOperator(f, device=gpu)
+    Fhat = op.engine.Fhat[np.dtype(np.complex128)]
+    for adjoint in (False, True):
+        x = rng.standard_normal((nd if adjoint else nm, nt, 3))
+        y = gpu.naive_matvec(Fhat, cupy.asarray(x), adjoint).get()
+        assert rel(y, dense_product(f, x, adjoint)) < 1e-12
+
+
+def test_fft_matrix_chunks_and_memory_check(gpu, rng):
+    f = rng.standard_normal((7, 5, 6))
+    for dt in (np.complex64, np.complex128):
+        Fhat = gpu.fft_matrix(f, dt)
+        ref = np.fft.rfft(f, n=12, axis=-1).transpose(2, 0, 1).astype(dt)
+        assert Fhat.dtype == dt and Fhat.shape == (7, 7, 5)
+        np.testing.assert_allclose(Fhat.get(), ref, rtol=0, atol=1e-5 if dt == np.complex64 else 1e-12)
+    huge = np.broadcast_to(np.zeros(1), (100_000, 100_000, 1000))  # 16 PB of Fhat
+    with pytest.raises(FftmatvecError, match="needs .* bytes"):
+        gpu.fft_matrix(huge, np.complex128)
+
+
+def test_measurement_helpers(gpu):
+    bw = gpu.copy_bandwidth(nbytes=64 << 20, repeats=3)
+    assert 1e10 < bw < 1e14
+    timer = gpu.timer()
+    with timer("x"):
+        cupy.ones(1000).sum()
+    assert timer.times["x"][0] > 0
+    assert select_device(0) == 0
+
+
+def _reference_dir():
+    env = os.environ.get("FFTMATVEC_FIXTURES")
+    roots = ([Path(env)] if env else []) + [Path(__file__).parents[2].parent / "shared" / "fixtures"]
+    for root in roots:
+        for cand in (root, root / "fftmatvec-reference"):
+            if (cand / "test_mat" / "binary" / "meta_adj").is_file():
+                return cand
+    pytest.skip("reference fixture fftmatvec-reference not found (set FFTMATVEC_FIXTURES)")
+
+
+@pytest.mark.parametrize("name,is_p2q,vector", [("test_mat", False, "test_obs_vec_SOTI.h5"),
+                                                ("test_mat_qoi", True, "test_qoi_vec_SOTI.h5")])
+@pytest.mark.parametrize("code", ["ddddd", "dssdd"])
+def test_reference_fixture(gpu, name, is_p2q, vector, code):
+    from fftmatvec.io import read_vector
+
+    ref_dir = _reference_dir()
+    op = BTTOperator.from_matrix_dir(ref_dir / name, device=gpu, precision=code)
+    m, _ = read_vector(ref_dir / "test_param_vec_SOTI.h5", "param", qoi=False, expect_n=op.Nm, expect_nt=op.Nt)
+    y, _ = read_vector(ref_dir / vector, "data", qoi=is_p2q, expect_n=op.Nd, expect_nt=op.Nt)
+    for _ in range(3):  # eager, recorded, replayed
+        assert rel(op.matvec(m), y) < (1e-6 if code == "ddddd" else 1e-5)
