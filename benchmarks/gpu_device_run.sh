@@ -30,6 +30,11 @@ for step in "$@"; do
         > "$OUT/probe.log" 2>&1
       echo "probe rc=$?"
       python3 benchmarks/gpu_summary.py "$OUT/h200-probe.jsonl" ;;
+    probe-graph)
+      timeout 240 python3 benchmarks/gpu_probe.py --parts engine,pipeline,k16 --out "$OUT/h200-probe-graph.jsonl" \
+        > "$OUT/probe.log" 2>&1
+      echo "probe rc=$?"
+      python3 benchmarks/gpu_summary.py "$OUT/h200-probe-graph.jsonl" ;;
     bench)
       timeout 400 bash benchmarks/gpu_bench_targets.sh "$OUT/h200-bench.jsonl" > "$OUT/bench.log" 2>&1
       echo "bench rc=$?"; python3 benchmarks/gpu_summary.py "$OUT/h200-bench.jsonl" ;;

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .grid import SerialGrid
 from .operator import BTTOperator
 from .precision import parse
 
@@ -75,6 +76,16 @@ def naive_numpy(Fhat: np.ndarray, x: np.ndarray, adjoint: bool) -> np.ndarray:
     return np.fft.irfft(y_hat, n=2 * nt, axis=1)[:, :nt]
 
 
+def random_slab(seed: int, Nd: int, Nm: int, Nt: int, rows: tuple[int, int], cols: tuple[int, int]) -> np.ndarray:
+    """Slab ``f[I, J, :]`` of the benchmark's random matrix, the same on any
+    grid: block row ``i`` comes from the generator seeded ``(seed, 0, i)``."""
+    (i0, ni), (j0, nj) = rows, cols
+    f = np.empty((ni, nj, Nt))
+    for k in range(ni):
+        f[k] = np.random.default_rng([seed, 0, i0 + k]).standard_normal((Nm, Nt))[j0:j0 + nj]
+    return f
+
+
 def _median_time(fn: Callable[[], Any], reps: int, synchronize: Callable[[], None]) -> float:
     fn()  # warm-up: workspaces, plans, kernel compilation
     synchronize()
@@ -87,33 +98,52 @@ def _median_time(fn: Callable[[], Any], reps: int, synchronize: Callable[[], Non
     return float(np.median(times))
 
 
-def run_bench(cfg: BenchConfig) -> dict[str, Any]:
-    """Run one benchmark; return a flat dict of results (JSON-serialisable)."""
-    rng = np.random.default_rng(cfg.seed)
+def run_bench(cfg: BenchConfig, grid: Any = None) -> dict[str, Any]:
+    """Run one benchmark on ``grid`` (default one process); return a flat dict
+    of results (JSON-serialisable), the same on every rank.
+
+    Times are those of the slowest rank: the whole product, each stage and the
+    communication (``comm_s``).  The floor is the largest local ``Fhat`` slab
+    over this rank's copy bandwidth.
+    """
+    grid = grid if grid is not None else SerialGrid()
+    comm = grid.comm
+    slowest = (lambda v: v) if comm is None else (lambda v: comm.allreduce(v, op=_mpi_max()))
     prec = parse(cfg.precision)
-    f = rng.standard_normal((cfg.Nd, cfg.Nm, cfg.Nt))
+    rows, cols = grid.row_block(cfg.Nd), grid.col_block(cfg.Nm)
+    f = random_slab(cfg.seed, cfg.Nd, cfg.Nm, cfg.Nt, rows, cols)
     code = dict(adjoint_precision=cfg.precision) if cfg.adjoint else dict(precision=cfg.precision)
     t0 = time.perf_counter()
-    op = BTTOperator(f, device=cfg.device, **code)
-    setup_s = time.perf_counter() - t0
+    op = BTTOperator(f, device=cfg.device, grid=grid, shape=(cfg.Nd, cfg.Nm, cfg.Nt), **code)
+    setup_s = slowest(time.perf_counter() - t0)
     be = op.backend
-    n_in = cfg.Nd if cfg.adjoint else cfg.Nm
-    x_host = rng.standard_normal((n_in, cfg.Nt, cfg.nrhs))
-    x = be.asarray(x_host)
+    space, n_in = ("data", cfg.Nd) if cfg.adjoint else ("param", cfg.Nm)
+    x_host = np.random.default_rng([cfg.seed, 1]).standard_normal((n_in, cfg.Nt, cfg.nrhs))
+    start, count = grid.block(space, n_in)
+    x = be.asarray(x_host[start:start + count]) if grid.holds(space) else None
     apply = op.rmatvec if cfg.adjoint else op.matvec
     Fhat = op.engine.Fhat[prec.sbgemv]
 
-    time_s = _median_time(lambda: apply(x), cfg.reps, be.synchronize)
+    def sync() -> None:
+        be.synchronize()
+        grid.barrier()
+
+    grid.reset_comm_stats()
+    time_s = slowest(_median_time(lambda: apply(x), cfg.reps, sync))
+    comm_s = slowest(grid.comm_seconds / (cfg.reps + 1))
     timer = be.timer()
     for _ in range(cfg.reps):
         apply(x, timer=timer)
-    stages = {name: float(np.median(ts)) for name, ts in timer.times.items()}
+    stages = {name: slowest(float(np.median(ts))) for name, ts in timer.times.items()}
 
-    fhat_bytes = int(Fhat.nbytes)
+    fhat_bytes = slowest(int(Fhat.nbytes))
     bandwidth = be.copy_bandwidth(nbytes=int(min(max(fhat_bytes, 256 << 20), 2 << 30)))
+    bandwidth = -slowest(-bandwidth)  # the slowest rank's bandwidth
     floor_s = fhat_bytes / bandwidth
     result: dict[str, Any] = {
         "device": be.name,
+        "ranks": grid.size,
+        "grid": f"{grid.pr}x{grid.pc}",
         "Nm": cfg.Nm,
         "Nd": cfg.Nd,
         "Nt": cfg.Nt,
@@ -124,6 +154,7 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
         "time_s": time_s,
         "time_per_vector_s": time_s / cfg.nrhs,
         "stages": stages,
+        "comm_s": comm_s,
         "fhat_bytes": fhat_bytes,
         "copy_bandwidth_Bps": bandwidth,
         "floor_s": floor_s,
@@ -132,11 +163,15 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
         "sbgemv_bandwidth_ratio": fhat_bytes / stages["sbgemv"] / bandwidth,
     }
     if cfg.check:
-        y = be.to_host(apply(x))
-        ref, kind = reference_product(f, x_host, cfg.adjoint)
-        result["rel_error"] = float(np.linalg.norm(y - ref) / np.linalg.norm(ref))
-        result["reference"] = kind
-    if cfg.compare_naive:
+        y = _gather(apply(x), grid, "param" if cfg.adjoint else "data", cfg.Nm if cfg.adjoint else cfg.Nd, be)
+        if grid.rank == 0:
+            f_full = random_slab(cfg.seed, cfg.Nd, cfg.Nm, cfg.Nt, (0, cfg.Nd), (0, cfg.Nm))
+            ref, kind = reference_product(f_full, x_host, cfg.adjoint)
+            result["rel_error"] = float(np.linalg.norm(y - ref) / np.linalg.norm(ref))
+            result["reference"] = kind
+        if comm is not None:
+            result.update(comm.bcast({k: result[k] for k in ("rel_error", "reference") if k in result}, root=0))
+    if cfg.compare_naive and grid.size == 1:
         naive = be.naive_matvec
         result["naive_time_s"] = _median_time(lambda: naive(Fhat, x, cfg.adjoint), cfg.reps, be.synchronize)
         result["speedup_vs_naive"] = result["naive_time_s"] / time_s
@@ -147,3 +182,16 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
             dense = (lambda: F.T @ X) if cfg.adjoint else (lambda: F @ X)
             result["dense_time_s"] = _median_time(dense, cfg.reps, be.synchronize)
     return result
+
+
+def _gather(y: Any, grid: Any, space: str, n: int, be: Any) -> np.ndarray | None:
+    """The whole ``(n, Nt, K)`` result on grid rank 0 from the holders' blocks."""
+    from .vector import DistVector
+
+    return DistVector(be.to_host(y), grid, space, n=n, Nt=y.shape[1]).gather(root=0)
+
+
+def _mpi_max():
+    from mpi4py import MPI
+
+    return MPI.MAX

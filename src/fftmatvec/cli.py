@@ -4,19 +4,24 @@ Each sub-command lives in :mod:`fftmatvec.commands` as a module with
 ``add_parser(subparsers)`` (which sets ``func``) and no work at import time;
 CuPy and MPI are imported inside the commands, so ``--help`` works anywhere.
 
-Exit status: 0 ok, 2 usage or configuration error, 1 run-time failure.
+Exit status: 0 ok, 2 usage or configuration error, 1 run-time failure, the
+same on every rank.  Under an MPI launcher every rank runs the command; rank
+0 alone prints to stdout and reports errors, and an error that not every
+rank shares ends the job through ``MPI_Abort`` (:func:`fftmatvec.mpi.run_collectively`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import io
 import sys
 
 from . import __version__
 from .errors import ConfigError, FftmatvecError
 
-COMMANDS = ("info", "matvec", "bench", "generate", "invert")
+COMMANDS = ("info", "matvec", "bench", "generate", "invert", "precision")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,16 +38,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _report(exc: Exception, is_root: bool) -> None:
+    if is_root:
+        print(f"fftmatvec: error: {exc}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     try:
         args = build_parser().parse_args(argv)
-        return int(args.func(args) or 0)
     except ConfigError as exc:
-        print(f"fftmatvec: error: {exc}", file=sys.stderr)
+        _report(exc, True)
+        return 2
+    from .mpi import launched, rank, run_collectively
+
+    is_root = not launched() or rank() == 0
+    quiet = contextlib.nullcontext() if is_root else contextlib.redirect_stdout(io.StringIO())
+    try:
+        with quiet:
+            status = run_collectively(args.func, args) if launched() else args.func(args)
+        return int(status or 0)
+    except ConfigError as exc:
+        _report(exc, is_root)
         return 2
     except (FftmatvecError, OSError, ValueError, MemoryError) as exc:
-        print(f"fftmatvec: error: {exc}", file=sys.stderr)
+        _report(exc, is_root)
         return 1
 
 

@@ -307,8 +307,9 @@ class ProcessGrid(_GridBase):
 
         ``option`` None or "" means ``1 x size``; "auto" uses
         :meth:`auto_shape` with ``Nd``, ``Nm``; "PRxPC" or ``(pr, pc)`` an
-        explicit shape.  ``comm`` None is ``COMM_WORLD`` when mpi4py is
-        installed.  With one process (or no mpi4py) and a shape that fits one
+        explicit shape.  ``comm`` None is ``COMM_WORLD`` when the process was
+        started by an MPI launcher (:func:`fftmatvec.mpi.launched`), else one
+        process.  With one process (or no mpi4py) and a shape that fits one
         process, a :class:`SerialGrid` is returned (no MPI calls at all);
         otherwise a :class:`ProcessGrid`.  :class:`ConfigError` (every rank)
         for a bad option.
@@ -316,15 +317,15 @@ class ProcessGrid(_GridBase):
         if option == "":
             option = None
         if comm is None:
-            from .mpi import world
+            from .mpi import launched, world
 
-            comm = world()
+            comm = world() if launched() else None
         size = 1 if comm is None else comm.Get_size()
         try:
             shape = parse_shape(option, size, Nd, Nm)
         except ConfigError as exc:
             if comm is None:
-                raise ConfigError(f"{exc} (mpi4py is not installed: one process only)") from None
+                raise ConfigError(f"{exc} (not started by an MPI launcher with mpi4py: one process)") from None
             raise
         if size == 1 and shape == (1, 1):
             return SerialGrid()

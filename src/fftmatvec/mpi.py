@@ -16,6 +16,20 @@ from .errors import ConfigError, FftmatvecError, agreed
 T = TypeVar("T")
 
 
+#: Environment variables that MPI launchers (MPICH/Hydra, Open MPI, PMIx,
+#: Slurm's PMI) set in every process they start.
+_LAUNCHER_VARS = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
+
+
+def launched() -> bool:
+    """Whether this process was started by an MPI launcher (mpiexec, srun).
+
+    The command line initialises MPI only then, so that a plain
+    ``fftmatvec ...`` on a login node never calls ``MPI_Init``.
+    """
+    return any(v in os.environ for v in _LAUNCHER_VARS) and available()
+
+
 def available() -> bool:
     """Whether mpi4py imports."""
     try:

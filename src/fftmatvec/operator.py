@@ -278,8 +278,11 @@ class BTTOperator:
                 expected = (n_local, self.Nt)
                 if v.ndim not in (2, 3) or v.shape[:2] != expected:
                     raise ConfigError(f"input must have shape {expected} or {expected + ('K',)}, got {v.shape}")
-                xp = be.xp if be.is_native(v) else np
-                if not bool(xp.all(xp.isfinite(v))):
+                # The check costs a device synchronisation, so a device array in
+                # one process skips it (NaN then simply propagates to the result);
+                # on a grid it must run before the first collective.
+                on_host = not be.is_native(v) or be.xp is np
+                if (on_host or grid.size > 1) and not bool((np if on_host else be.xp).isfinite(v).all()):
                     raise FftmatvecError("input vector contains NaN or Inf")
                 vote.share((v.shape[2] if v.ndim == 3 else None,))
         shared = vote.agreed(f"the batch size K of the input of {what}")

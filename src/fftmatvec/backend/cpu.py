@@ -13,13 +13,28 @@ import scipy.fft
 from .base import Array, Backend, StageTimer
 
 
+#: Variables in which MPI launchers give the number of ranks on this node.
+_LOCAL_SIZE_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE")
+
+
+def cores_per_rank() -> int:
+    """The cores this process should use: those it may run on, divided among
+    the MPI ranks of this node when the launcher did not bind them to
+    separate cores (``mpiexec`` without binding: every rank sees all cores)."""
+    cores = len(os.sched_getaffinity(0))
+    local = next((int(os.environ[v]) for v in _LOCAL_SIZE_VARS if v in os.environ), 1)
+    if local > 1 and cores == os.cpu_count():
+        return max(1, cores // local)
+    return cores
+
+
 class CPUBackend(Backend):
     """The embedded default.
 
     Parameters
     ----------
     workers : int, optional
-        Threads for ``scipy.fft``; default: the CPUs this process may use.
+        Threads for ``scipy.fft`` and BLAS; default :func:`cores_per_rank`.
         (SciPy's pocketfft with workers was measured faster here than
         ``numpy.fft``, which also computes float32 transforms in float64;
         see docs/benchmarks.md.)
@@ -29,7 +44,12 @@ class CPUBackend(Backend):
     xp = np
 
     def __init__(self, workers: int | None = None) -> None:
-        self.workers = workers or len(os.sched_getaffinity(0))
+        self.workers = workers or cores_per_rank()
+        if self.workers < len(os.sched_getaffinity(0)):
+            # ranks share this process's cores: keep BLAS to our share too
+            from threadpoolctl import threadpool_limits
+
+            threadpool_limits(self.workers, user_api="blas")
         self._scratch: dict[tuple[tuple[int, ...], np.dtype, str], np.ndarray] = {}
 
     def to_host(self, a: Array) -> np.ndarray:

@@ -1,19 +1,21 @@
 """CuPy backend: cuFFT plans made once per buffer shape, native kernels for
 the per-frequency products and the layout changes, CUDA graphs for replay.
 
-Layouts and scaling are those of :mod:`fftmatvec.backend.base`:
+Layouts and scaling are those of :mod:`fftmatvec.backend.base`.  How each
+stage runs (choices measured on an H200, see benchmarks/results/h200-*.jsonl):
 
-* ``pad`` (native kernel) transposes SOTI ``(n, Nt, K)`` to time-major
-  ``(L, n, K)`` and casts, in one pass;
-* ``rfft``/``irfft`` are cuFFT transforms along axis 0 with the advanced
-  layout (stride ``n*K``, distance 1), so the forward transform writes the
-  frequency-major ``(Nf, n, K)`` array directly and no transpose pass is
-  needed; plans are made on the first call for a buffer shape and kept;
+* transforms: cuFFT on batches of *contiguous* series (its strided axis-0
+  mode was 2-5x slower), with native kernels for the layout changes, fused
+  with the zero padding, the casts and the ``1/L``: ``pad_rfft`` pads
+  series-major (zero tails written once), transforms, and transposes to the
+  frequency-major ``(Nf, n, K)``; ``irfft_unpad`` transforms straight from
+  frequency-major input into series-major scratch and unpads with the scale;
 * ``sbgemv`` reads ``Fhat`` in place, once, with 16-byte streaming loads
-  (``native/sbgemv.cu``), the input's cast fused into the load; many
-  right-hand sides go to cuBLAS where it is faster (see :attr:`GPUBackend.blas_min_k`);
-* ``irfft_unpad`` folds the ``1/L`` of the inverse transform into the unpad
-  pass, so the fused stages 4-5 cost one cuFFT call and one kernel.
+  (``native/sbgemv.cu``), the input's cast fused into the load; several
+  right-hand sides in the same kernels up to :attr:`GPUBackend.blas_min_k`,
+  cuBLAS's batched GEMM from there;
+* :meth:`GPUBackend.replay` records the engine's stages as CUDA graphs (no
+  host launch gaps); :meth:`GPUBackend.capture` records any block of calls.
 
 Nothing is compiled at import; kernels are built on first use
 (:mod:`fftmatvec.backend.kernels`).
@@ -38,6 +40,7 @@ _R2C = {v: k for k, v in _C2R.items()}
 def _real_of(dtype) -> np.dtype:
     dtype = np.dtype(dtype)
     return _C2R.get(dtype, dtype)
+
 
 #: Environment variables that hold the node-local rank under common launchers.
 LOCAL_RANK_VARS = (

@@ -21,18 +21,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..config import load
+    from ..grid import ProcessGrid
     from ..inversion.driver import run_inversion
+    from ..io import read_meta
     from ..operator import BTTOperator
+    from ..replicated import ReplicatedOperator
 
     cfg = load(args.config)
-    device = cfg["grid"]["device"]
+    meta = read_meta(cfg["operator"]["matrix"])
+    shape = cfg["grid"]["shape"]
+    grid = ProcessGrid.from_option(None, shape, Nd=meta.Nd, Nm=meta.Nm)
+    is_root = grid.rank == 0
 
-    def make_operator(matrix: str, precision: str, tolerance: float):
-        return BTTOperator.from_matrix_dir(matrix, precision=precision, device=device)
+    def make_operator(matrix: str, precision: str, tolerance: float) -> ReplicatedOperator:
+        auto = dict(tolerance=tolerance) if precision == "auto" else {}
+        op = BTTOperator.from_matrix_dir(matrix, grid=grid, precision=precision, device=cfg["grid"]["device"], **auto)
+        return ReplicatedOperator(op)
+
+    def agree(value):
+        return value if grid.comm is None else grid.comm.bcast(value, root=0)
 
     def log(text: str) -> None:
-        if not args.quiet:
+        if is_root and not args.quiet:
             print(text, file=sys.stderr, flush=True)
 
-    run_inversion(cfg, make_operator=make_operator, log=log, resume=args.resume)
+    run_inversion(cfg, make_operator=make_operator, is_root=is_root, agree=agree, log=log, resume=args.resume)
     return 0

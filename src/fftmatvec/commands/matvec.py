@@ -1,8 +1,20 @@
-"""``fftmatvec matvec``: apply ``F``, ``F^T`` or ``F^T F`` to a vector file."""
+"""``fftmatvec matvec``: apply ``F``, ``F^T`` or ``F^T F`` to a vector file.
+
+Under ``mpiexec``/``srun`` the operator is distributed over the ``--grid``:
+each rank reads only its slab of the matrix and its blocks of the input, and
+rank 0 writes the output.
+"""
 
 from __future__ import annotations
 
 import argparse
+
+
+def add_grid_options(p: argparse.ArgumentParser) -> None:
+    """``--grid`` and ``--device``, shared by the commands that build operators."""
+    p.add_argument("--grid", default=None, metavar="PRxPC",
+                   help="process grid under MPI: 'PRxPC' or 'auto' (default 1 x ranks)")
+    p.add_argument("--device", default="cpu", choices=("cpu", "gpu", "auto"), help="backend (default cpu)")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -14,24 +26,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     mode.add_argument("--adjoint", action="store_true", help="apply F^T (input in data space)")
     mode.add_argument("--normal", action="store_true", help="apply F^T F (input and output in parameter space)")
     p.add_argument("--precision", default="ddddd", metavar="CODE", help="five-letter stage precision code (default ddddd)")
-    p.add_argument("--device", default="cpu", choices=("cpu", "gpu", "auto"))
+    add_grid_options(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..io import read_vector, write_vector
+    from ..grid import ProcessGrid
+    from ..io import read_meta
     from ..operator import BTTOperator
+    from ..vector import DistVector
 
-    op = BTTOperator.from_matrix_dir(args.matrix, precision=args.precision, device=args.device)
+    meta = read_meta(args.matrix)
+    grid = ProcessGrid.from_option(None, args.grid, Nd=meta.Nd, Nm=meta.Nm)
+    op = BTTOperator.from_matrix_dir(args.matrix, grid=grid, precision=args.precision, device=args.device)
     in_space, out_space = ("data", "param") if args.adjoint else ("param", "param" if args.normal else "data")
-    n_in = op.Nd if args.adjoint else op.Nm
-    x, _ = read_vector(args.input, in_space, expect_n=n_in, expect_nt=op.Nt)
+    x = DistVector.read(args.input, grid, in_space, n=op.Nd if args.adjoint else op.Nm, Nt=op.Nt)
     if args.adjoint:
         y = op.rmatvec(x)
     elif args.normal:
         y = op.normal(x)
     else:
         y = op.matvec(x)
-    qoi = out_space == "data" and op.meta.is_p2q
-    write_vector(args.output, y, out_space, qoi=qoi)
+    y.write(args.output, qoi=out_space == "data" and meta.is_p2q)
     return 0
