@@ -104,7 +104,8 @@ def run_bench(cfg: BenchConfig, grid: Any = None) -> dict[str, Any]:
 
     Times are those of the slowest rank: the whole product, each stage and the
     communication (``comm_s``).  The floor is the largest local ``Fhat`` slab
-    over this rank's copy bandwidth.
+    (``fhat_bytes``) over this rank's copy bandwidth; ``fhat_bytes_total`` is
+    the sum over the ranks.
     """
     grid = grid if grid is not None else SerialGrid()
     comm = grid.comm
@@ -137,6 +138,7 @@ def run_bench(cfg: BenchConfig, grid: Any = None) -> dict[str, Any]:
     stages = {name: slowest(float(np.median(ts))) for name, ts in timer.times.items()}
 
     fhat_bytes = slowest(int(Fhat.nbytes))
+    fhat_bytes_total = int(Fhat.nbytes) if comm is None else comm.allreduce(int(Fhat.nbytes))
     bandwidth = be.copy_bandwidth(nbytes=int(min(max(fhat_bytes, 256 << 20), 2 << 30)))
     bandwidth = -slowest(-bandwidth)  # the slowest rank's bandwidth
     floor_s = fhat_bytes / bandwidth
@@ -156,6 +158,7 @@ def run_bench(cfg: BenchConfig, grid: Any = None) -> dict[str, Any]:
         "stages": stages,
         "comm_s": comm_s,
         "fhat_bytes": fhat_bytes,
+        "fhat_bytes_total": fhat_bytes_total,
         "copy_bandwidth_Bps": bandwidth,
         "floor_s": floor_s,
         "floor_ratio": time_s / floor_s,

@@ -11,7 +11,9 @@ For one operator this module
    the predicted bound :func:`fftmatvec.precision.error_bound` beside it;
 3. marks the Pareto front of time versus error and picks, separately for
    ``F`` and ``F^T``, the fastest code whose measured error (and, if asked,
-   predicted bound) meets a tolerance (:meth:`Tuning.choose`, :func:`tune`).
+   predicted bound) meets a tolerance (:meth:`Tuning.choose`, :func:`tune`);
+   codes within :data:`TIE` (3%) of the fastest time count as equally fast
+   and the most accurate of them is taken.
 
 ``BTTOperator(f, precision="auto", tolerance=1e-7)`` runs :func:`auto_precision`.
 One engine (:class:`~fftmatvec.btt.LocalBTT`) keeps ``Fhat`` in both complex
@@ -49,6 +51,10 @@ EXACT_SVD_WORK = 2e9
 
 #: Frequencies whose full SVD is taken when estimating (evenly spaced, both ends).
 SAMPLED_FREQUENCIES = 16
+
+#: Relative time difference below which two codes count as equally fast
+#: (:meth:`Tuning.choose` then prefers the more accurate one).
+TIE = 0.03
 
 #: Steps of the batched power iteration for ``max_k sigma_max(Fhat[k])`` when estimating.
 POWER_STEPS = 30
@@ -302,6 +308,8 @@ class Tuning:
         no code did, the all-double ``ddddd`` was taken).
     require_bound : bool
         Whether the predicted bound had to meet the tolerance too.
+    tie : float
+        Relative time difference treated as a tie by :meth:`choose`.
     """
 
     entries: list[Measurement]
@@ -316,6 +324,7 @@ class Tuning:
     adjoint: str | None = None
     met: dict[str, bool] = field(default_factory=dict)
     require_bound: bool = False
+    tie: float = TIE
 
     @property
     def directions(self) -> list[str]:
@@ -338,14 +347,19 @@ class Tuning:
         """Time of ``ddddd`` over the time of the chosen code."""
         return self.entry(direction, DEFAULT).time / self.entry(direction, self.chosen(direction)).time
 
-    def choose(self, tolerance: float, require_bound: bool = False) -> "Tuning":
+    def choose(self, tolerance: float, require_bound: bool = False, tie: float = TIE) -> "Tuning":
         """A copy with the fastest code per direction whose measured error
         (and predicted bound, if ``require_bound``) is at most ``tolerance``.
 
-        When no code qualifies (``require_bound`` with a tolerance below the
-        all-double bound), ``ddddd`` is taken and ``met[direction]`` is False.
+        Codes whose median time is within ``tie`` (relative) of the fastest
+        admissible one count as equally fast (timing noise); among those the
+        most accurate is taken.  ``tie=0`` takes the strictly fastest.  Either
+        way the choice lies on the Pareto front.  When no code qualifies
+        (``require_bound`` with a tolerance below the all-double bound),
+        ``ddddd`` is taken and ``met[direction]`` is False.
         """
         tol = validate_tolerance(tolerance)
+        _check_tie(tie)
         entries, chosen, met = [], {}, {}
         for e in self.entries:
             ok = e.error <= tol and (not require_bound or e.bound <= tol)
@@ -353,9 +367,14 @@ class Tuning:
         for d in self.directions:
             ok = [e for e in entries if e.direction == d and e.meets]
             met[d] = bool(ok)
-            chosen[d] = min(ok, key=lambda e: (e.time, e.error)).code if ok else DEFAULT
+            if not ok:
+                chosen[d] = DEFAULT
+                continue
+            fastest = min(e.time for e in ok)
+            near = [e for e in ok if e.time <= fastest * (1 + tie)]
+            chosen[d] = min(near, key=lambda e: (e.error, e.time)).code
         return replace(
-            self, entries=entries, tolerance=tol, require_bound=bool(require_bound), met=met,
+            self, entries=entries, tolerance=tol, require_bound=bool(require_bound), met=met, tie=float(tie),
             forward=chosen.get("forward"), adjoint=chosen.get("adjoint"),
         )
 
@@ -368,6 +387,7 @@ class Tuning:
             "adjoint": self.adjoint,
             "tolerance": self.tolerance,
             "require_bound": self.require_bound,
+            "tie": self.tie,
             "met": self.met,
             "device": self.device,
             "sizes": self.sizes,
@@ -412,7 +432,8 @@ class Tuning:
                 note = "" if self.met.get(d) else f"  (NO code meets {self.tolerance:g}: all-double kept)"
                 lines.append(
                     f"chosen for {name}: {e.code}  error {e.error:.2e}  bound {e.bound:.2e}  "
-                    f"{e.time * 1e3:.3f} ms = {self.speedup(d):.2f}x ddddd  ({rule} <= {self.tolerance:g}){note}"
+                    f"{e.time * 1e3:.3f} ms = {self.speedup(d):.2f}x ddddd  ({rule} <= {self.tolerance:g}; "
+                    f"times within {self.tie:.0%} tie){note}"
                 )
         return "\n".join(lines)
 
@@ -452,6 +473,11 @@ class Tuning:
         fig.savefig(path, dpi=110)
         plt.close(fig)
         return str(path)
+
+
+def _check_tie(tie: Any) -> None:
+    if isinstance(tie, bool) or not isinstance(tie, (int, float)) or not 0 <= tie < 1:
+        raise ConfigError(f"tie must be a number in [0, 1), got {tie!r}")
 
 
 def _finite_or_none(v: Any) -> Any:
@@ -581,6 +607,7 @@ def tune(
     tolerance: float,
     *,
     require_bound: bool = False,
+    tie: float = TIE,
     **kwargs: Any,
 ) -> Tuning:
     """:func:`measure` then :meth:`Tuning.choose`: the fastest codes for ``F``
@@ -589,7 +616,8 @@ def tune(
     Other keyword arguments as for :func:`measure`.
     """
     tol = validate_tolerance(tolerance)  # before the (long) measurement
-    return measure(f, **kwargs).choose(tol, require_bound=require_bound)
+    _check_tie(tie)
+    return measure(f, **kwargs).choose(tol, require_bound=require_bound, tie=tie)
 
 
 def _is_auto(code: Any) -> bool:

@@ -12,7 +12,7 @@ import pytest
 from fftmatvec import BTTOperator, ConfigError
 from fftmatvec.precision import (ALL_CODES, CONSTANTS, DEFAULT, STAGES, error_bound, error_terms, model_sizes, parse,
                                  validate_tolerance)
-from fftmatvec.tuning import Measurement, Tuning, conditioning, measure, pareto_front, synthetic_matrix
+from fftmatvec.tuning import TIE, Measurement, Tuning, conditioning, measure, pareto_front, synthetic_matrix
 
 EPS_S = float(np.finfo(np.float32).eps) / 2
 EPS_D = float(np.finfo(np.float64).eps) / 2
@@ -106,9 +106,9 @@ def test_measured_error_within_bound(Nd, Nm, Nt, cond, rank, rng):
             assert e.error > EPS_S / 100
         worst = max(worst, e.error / e.bound)
     assert worst > 0.005  # the bound is not vacuous either (small sizes: within ~200x)
-    for d in ("forward", "adjoint"):
+    for d in ("forward", "adjoint"):  # the probes' kappa concentrates at the a-priori one
         assert t.kappa[d] >= 1
-        assert t.kappa[d] == pytest.approx(t.conditioning.kappa(d), rel=0.8)
+        assert 0.5 * t.conditioning.kappa(d) <= t.kappa[d] <= 3 * t.conditioning.kappa(d)
 
 
 def test_bound_holds_on_tsunami_operator(rng):
@@ -160,6 +160,11 @@ def test_pareto_front_and_choice_logic():
     front = {e.code for e in t.entries if e.pareto}
     assert front == {"ddddd", "dssdd", "sssss"}  # ssddd: slower and worse than dssdd; ddsdd: same time, worse
     assert t.choose(1e-7).forward == "dssdd"
+    tied = _fake({"ddddd": (10.0, 0.0), "sssss": (5.0, 9e-8), "dssdd": (5.1, 2e-8)})
+    assert tied.choose(1e-7).forward == "dssdd"  # 2% slower counts as a tie: the more accurate wins
+    assert tied.choose(1e-7, tie=0).forward == "sssss"
+    with pytest.raises(ConfigError):
+        tied.choose(1e-7, tie=-1)
     assert t.choose(1e-6).forward == "sssss"
     assert t.choose(1e-8).forward == "ddddd" and t.choose(1e-8).met["forward"]
     strict = t.choose(1e-7, require_bound=True)  # bounds are 10x the errors: only ddddd's 1e-15 passes
@@ -184,8 +189,10 @@ def test_chosen_code_meets_tolerance(mid):
             e = c.entry(d, c.chosen(d))
             assert e.error <= tol and c.met[d]
             ok = [x for x in c.table(d) if x.error <= tol]
-            assert e.time == min(x.time for x in ok)  # the fastest that meets it
+            assert e.time <= (1 + TIE) * min(x.time for x in ok)  # the fastest that meets it, up to noise
             assert e.pareto
+            strict = t.choose(tol, tie=0).entry(d, t.choose(tol, tie=0).chosen(d))
+            assert strict.time == min(x.time for x in ok)
     # the choice holds on fresh vectors through the public operator (generic inputs: within 3x)
     c = t.choose(1e-6)
     op = BTTOperator(f, precision=c.forward, adjoint_precision=c.adjoint)

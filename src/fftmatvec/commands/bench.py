@@ -1,4 +1,9 @@
-"""``fftmatvec bench``: time one product on random data against the bandwidth floor."""
+"""``fftmatvec bench``: time one product on random data against the bandwidth floor.
+
+With ``--sweep weak|strong`` it runs every grid of ``--grids`` that fits in
+the launch, one after the other on sub-communicators, and merges one row per
+grid into a CSV file (:mod:`fftmatvec.scaling`, docs/benchmarks.md).
+"""
 
 from __future__ import annotations
 
@@ -17,7 +22,8 @@ def _positive(text: str) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="benchmark F m or F^T d on random data")
-    p.add_argument("--Nm", type=_positive, required=True, help="parameters (block columns)")
+    p.add_argument("--Nm", type=_positive, required=True,
+                   help="parameters (block columns); per rank with --sweep weak")
     p.add_argument("--Nd", type=_positive, required=True, help="sensors (block rows)")
     p.add_argument("--Nt", type=_positive, required=True, help="time steps")
     p.add_argument("--nrhs", type=_positive, default=1, metavar="K", help="right-hand sides at once (default 1)")
@@ -29,6 +35,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_grid_options(p)
     p.add_argument("--seed", type=int, default=0, help="random seed of the data")
     p.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    s = p.add_argument_group("scaling sweep (docs/benchmarks.md)")
+    s.add_argument("--sweep", choices=("weak", "strong"),
+                   help="run each grid of --grids that fits in this launch; weak: --Nm per rank, strong: totals")
+    s.add_argument("--grids", metavar="LIST",
+                   help="grids of the sweep, e.g. 1x1,1x2,2x1,1x4,2x2 (default: 1 x ranks of this launch); "
+                   "grids larger than the launch are skipped")
+    s.add_argument("--csv", metavar="FILE", help="merge the sweep's rows into this CSV file (same grid and sizes: replaced)")
+    s.add_argument("--plot", metavar="PNG", help="plot time and efficiency against ranks (every row of --csv)")
     p.set_defaults(func=run)
 
 
@@ -54,6 +68,7 @@ def _report(r: dict) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..bench import BenchConfig, run_bench
+    from ..errors import ConfigError
     from ..precision import parse
 
     parse(args.precision)  # reject a bad code before allocating anything
@@ -61,6 +76,12 @@ def run(args: argparse.Namespace) -> int:
         Nm=args.Nm, Nd=args.Nd, Nt=args.Nt, nrhs=args.nrhs, precision=args.precision, adjoint=args.adjoint,
         reps=args.reps, check=args.check, compare_naive=args.compare_naive, device=args.device, seed=args.seed,
     )
+    if args.sweep is not None:
+        if args.grid is not None:
+            raise ConfigError("--grid is for one run; a sweep takes --grids LIST")
+        return _sweep(args, cfg)
+    if args.grids is not None or args.csv is not None or args.plot is not None:
+        raise ConfigError("--grids, --csv and --plot need --sweep weak|strong")
     from ..grid import ProcessGrid
 
     grid = ProcessGrid.from_option(None, args.grid, Nd=args.Nd, Nm=args.Nm)
@@ -68,4 +89,42 @@ def run(args: argparse.Namespace) -> int:
     _report(result)
     if args.json:
         print(json.dumps(result))
+    return 0
+
+
+def _sweep(args: argparse.Namespace, cfg) -> int:
+    from ..errors import collective
+    from ..mpi import launched, world
+    from ..scaling import ROW_KEY, add_efficiency, format_row, parse_grids, plot_scaling, run_sweep, update_csv
+
+    comm = world() if launched() else None
+    size = 1 if comm is None else comm.Get_size()
+    is_root = comm is None or comm.Get_rank() == 0
+    grids = parse_grids(args.grids) if args.grids else [(1, size)]
+    per = " per rank" if args.sweep == "weak" else ""
+    print(f"{args.sweep} scaling sweep on {size} rank{'s' if size > 1 else ''}: Nm={args.Nm}{per} Nd={args.Nd} "
+          f"Nt={args.Nt} K={args.nrhs} precision={args.precision} device={args.device}; times of the slowest rank",
+          flush=True)
+    rows, skipped = run_sweep(cfg, args.sweep, grids, comm=comm, log=lambda line: print(line, flush=True))
+    if skipped:
+        print(f"skipped (more ranks than the {size} of this launch): {', '.join(skipped)}")
+    every = rows
+    with collective(comm, "writing the sweep results"):  # rank 0 writes, every rank learns the outcome
+        if is_root and args.csv:
+            every = update_csv(args.csv, rows)
+        else:
+            add_efficiency(every)
+        if is_root and args.plot and every:
+            plot_scaling(every, args.plot, title=f"fftmatvec bench --sweep ({args.csv or 'this launch'})")
+    ours = {tuple(r[k] for k in ROW_KEY) for r in rows}
+    mine = [r for r in every if tuple(r[k] for k in ROW_KEY) in ours]
+    print(f"efficiency{f' (series from {args.csv})' if args.csv else ''}:")
+    for row in mine:
+        print("  " + format_row(row))
+    if args.csv:
+        print(f"csv: {args.csv} ({len(every)} rows)")
+    if args.plot:
+        print(f"plot: {args.plot}")
+    if args.json:
+        print(json.dumps({"sweep": args.sweep, "ranks": size, "rows": mine, "skipped": skipped}))
     return 0

@@ -39,6 +39,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="relative error tolerance, e.g. 1e-7 (against all-double)")
     p.add_argument("--require-bound", action="store_true",
                    help="the predicted bound must meet the tolerance too (not only the measured error)")
+    p.add_argument("--tie", type=float, default=0.03, metavar="FRAC",
+                   help="codes within this relative time of the fastest count as equally fast; "
+                        "the most accurate of them is chosen (default 0.03)")
     p.add_argument("--grid", default="1x1", metavar="PRxPC",
                    help="process grid; only 1x1 for now (the measurement runs on one process)")
     p.add_argument("--device", default="cpu", choices=("cpu", "gpu", "auto"))
@@ -95,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         source = f"random operator (synthetic_matrix, cond {args.cond:g}, seed {args.seed})"
     exact = {"auto": None, "exact": True, "estimate": False}[args.svd]
     result = tune(
-        f, tol, require_bound=args.require_bound, backend=args.device, probes=args.probes,
+        f, tol, require_bound=args.require_bound, tie=args.tie, backend=args.device, probes=args.probes,
         repeats=args.repeats, seed=args.seed, exact=exact, pr=pr, pc=pc,
     )
     out = sys.stderr if args.json else sys.stdout

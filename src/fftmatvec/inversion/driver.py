@@ -119,6 +119,8 @@ def run_inversion(
     noise = WhiteNoise(noise_cfg["std"]) if noise_cfg["std"] is not None else WhiteNoise.relative(d, noise_cfg["relative"], inner=inner)
     prior = _prior(cfg, op_cfg["matrix"], Nm, Nt, m0)
 
+    if is_root:
+        out_dir.mkdir(parents=True, exist_ok=True)
     solver = cfg["solver"]
     method = solver["method"]
     options: dict[str, Any] = {}
@@ -186,7 +188,6 @@ def run_inversion(
         summary["errors"]["qoi_band_coverage"] = float(inside.mean())
 
     if is_root:
-        out_dir.mkdir(parents=True, exist_ok=True)
         write_vector(out_dir / "map.h5", m_map, "param")
         if forecast is not None:
             write_vector(out_dir / "qoi_mean.h5", forecast.mean, "data", qoi=True)
