@@ -165,7 +165,8 @@ def main(argv=None) -> int:
             floor = A.nbytes / bw
             x = rand_c((nf, nm, 1), ta)
             y = cp.empty((nf, nd, 1), ta)
-            for v in (dict(), dict(S=1), dict(S=2), dict(S=4), dict(S=8), dict(R=2, U=4, S=4), dict(U=4, S=4)):
+            for v in (dict(), dict(S=1), dict(S=2), dict(R=2), dict(R=4), dict(U=2), dict(U=8), dict(R=2, U=2),
+                      dict(R=2, U=8), dict(R=4, U=2), dict(R=2, S=2), dict()):
                 fn, grid, block, smem, tail, S = be._fwd_config(nf, nd, nm, 1, ta, ta, **v)
                 out = y if S == 1 else cp.empty((S,) + y.shape, ta)
                 t = timeit(lambda: fn(grid, block, (A, x, out) + tail, shared_mem=smem), reps=50)
@@ -173,7 +174,7 @@ def main(argv=None) -> int:
                      floor_ratio=t / floor)
             d = rand_c((nf, nd, 1), ta)
             m = cp.empty((nf, nm, 1), ta)
-            for v in (dict(), dict(U=4), dict(T=128), dict(flat=False)):
+            for v in (dict(), dict(U=2), dict(U=8), dict(T=128), dict(T=512), dict(flat=False), dict()):
                 fn, grid, block, smem, tail, S = be._adj_config(nf, nd, nm, 1, ta, ta, **v)
                 t = timeit(lambda: fn(grid, block, (A, d, m) + tail, shared_mem=smem), reps=50)
                 emit(what="sbgemv_adj", size="mid", ta=str(ta), tx=str(ta), variant=v, time_s=t,
@@ -254,6 +255,28 @@ def main(argv=None) -> int:
                         f"mid-C{C}", naive=False, stages=False)
         be.pipeline_chunks = None
 
+    def part_chunks():
+        """Forward product in chunks of block rows (LocalBTT.apply_rows, no
+        communication): what chunking the computation costs on one GPU."""
+        sizes = (("mid", engine(50, 1000, 500, (C128, C64))), ("big", get_big()))
+        for label, eng in sizes:
+            for code in ("ddddd", "dssdd"):
+                prec = parse(code)
+                A = eng.Fhat[prec.sbgemv]
+                floor = A.nbytes / bw
+                x = cp.random.standard_normal((eng.nm, eng.Nt, 1)).astype(prec.pad)
+                t1 = timeit(lambda: eng.apply(x, prec))
+                for C in (1, 2, 4, 8):
+                    eng._workspaces.clear()
+                    t = timeit(lambda: eng.apply_rows(x, prec, C, lambda rows, mark: None))
+                    timer = be.timer()
+                    for _ in range(5):
+                        eng.apply_rows(x, prec, C, None, timer=timer)
+                    st = {k: float(np.median(v)) for k, v in timer.times.items()}
+                    emit(what="engine", size=f"{label}-rows{C}", code=code, adjoint=False, K=1, time_s=t,
+                         floor_s=floor, floor_ratio=t / floor, graph=False, stages=st, one_piece_s=t1)
+                eng._workspaces.clear()
+
     def part_k16():
         eng = get_big()
         eng._workspaces.clear()
@@ -303,7 +326,8 @@ def main(argv=None) -> int:
 
     for name, fn in (("small", part_small), ("mid", part_mid), ("midvar", part_mid_variants),
                      ("fft", part_fft), ("variants", part_variants), ("engine", part_engine),
-                     ("kgemm", part_kgemm), ("pipeline", part_pipeline), ("k16", part_k16)):
+                     ("kgemm", part_kgemm), ("pipeline", part_pipeline), ("k16", part_k16),
+                     ("chunks", part_chunks)):
         if name in parts:
             guarded(name, fn)
     if out:

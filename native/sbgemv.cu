@@ -25,6 +25,9 @@ using fmv::index_t;
 // smaller work items: no idle tail when there are few rows); group g handles
 // split g % S and writes its partial sums to the S slices of Y (S * nf * nd * K
 // values), which sum_splits adds up in a fixed order.
+// A may be a block of rows of a larger Fhat: row i of frequency f is at
+// A + (f * lda + i) * nm (lda >= nd; lda == nd for a whole Fhat), so that a
+// chunk of block rows is computed in place (Y always has nd rows).
 // Launch: 1-D blocks of a multiple of 32 threads, enough groups to cover
 // nf * ceil(nd / R) * S, gridDim.y = ceil(K / KB).
 // Requirements: VEC == 2 only with nm, col0, cw even (16-byte aligned loads);
@@ -32,7 +35,7 @@ using fmv::index_t;
 // ---------------------------------------------------------------------------
 template <typename TA, typename TX, int R, int U, int VEC, int KB>
 __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y,
-                           int nf, int nd, int nm, int K, int G, int S, int cw, int col0, int col1) {
+                           int nf, int nd, int nm, int K, int G, int S, int cw, int col0, int col1, int lda) {
     const int lane = threadIdx.x & 31;
     const int sub = lane & (G - 1);
     const index_t warp = ((index_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -58,7 +61,7 @@ __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, T
     if (active) {
         const TA* a[R];
 #pragma unroll
-        for (int r = 0; r < R; ++r) a[r] = A + ((index_t)f * nd + i0 + fmv::min_(r, rows - 1)) * nm;
+        for (int r = 0; r < R; ++r) a[r] = A + ((index_t)f * lda + i0 + fmv::min_(r, rows - 1)) * nm;
         const TX* x = X + (index_t)f * nm * K + k0;
         const int step = G * VEC;
         // U * VEC columns per lane per iteration, loads predicated (zero outside
@@ -298,7 +301,7 @@ __global__ void sbgemv_adj_flat(const TA* __restrict__ A, const TX* __restrict__
 // instantiates through NVRTC name expressions instead).
 #define FMV_FWD(TA, TX, R, U, VEC, KB)                                                                       \
     template __global__ void sbgemv_fwd<TA, TX, R, U, VEC, KB>(const TA*, const TX*, TA*, int, int, int, int, \
-                                                               int, int, int, int, int);
+                                                               int, int, int, int, int, int);
 #define FMV_FLAT(TA, TX, U, VEC) \
     template __global__ void sbgemv_adj_flat<TA, TX, U, VEC>(const TA*, const TX*, TA*, int, int, int, index_t, int, \
                                                              int);

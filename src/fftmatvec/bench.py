@@ -34,6 +34,9 @@ class BenchConfig:
     compare_naive: bool = False
     device: str = "cpu"
     seed: int = 0
+    #: Copy bandwidth (bytes/s) for the floor, if already measured on these
+    #: ranks (a sweep reuses it across grids of one size); None measures it.
+    copy_bandwidth: float | None = None
 
 
 def dense_matrix(f: np.ndarray) -> np.ndarray:
@@ -139,13 +142,17 @@ def run_bench(cfg: BenchConfig, grid: Any = None) -> dict[str, Any]:
 
     fhat_bytes = slowest(int(Fhat.nbytes))
     fhat_bytes_total = int(Fhat.nbytes) if comm is None else comm.allreduce(int(Fhat.nbytes))
-    bandwidth = be.copy_bandwidth(nbytes=int(min(max(fhat_bytes, 256 << 20), 2 << 30)))
-    bandwidth = -slowest(-bandwidth)  # the slowest rank's bandwidth
+    if cfg.copy_bandwidth is None:
+        bandwidth = be.copy_bandwidth(nbytes=int(min(max(fhat_bytes, 256 << 20), 2 << 30)))
+        bandwidth = -slowest(-bandwidth)  # the slowest rank's bandwidth
+    else:
+        bandwidth = float(cfg.copy_bandwidth)
     floor_s = fhat_bytes / bandwidth
     result: dict[str, Any] = {
         "device": be.name,
         "ranks": grid.size,
         "grid": f"{grid.pr}x{grid.pc}",
+        "collectives": getattr(grid, "collectives", "local"),
         "Nm": cfg.Nm,
         "Nd": cfg.Nd,
         "Nt": cfg.Nt,

@@ -14,6 +14,7 @@ from typing import Any, Callable, ContextManager
 import numpy as np
 
 from .backend import Backend
+from .layout import block_range
 from .precision import Precision
 
 Array = Any
@@ -128,6 +129,75 @@ class LocalBTT:
             be.irfft(ws.y_hat, out=ws.y_pad)
         with timer("unpad"):
             be.unpad(ws.y_pad, out=ws.y)
+        return ws.y
+
+    def apply_rows(
+        self,
+        x: Array,
+        prec: Precision,
+        chunks: int,
+        on_chunk: Callable[[Array, Any], None],
+        timer: Callable[[str], ContextManager[None]] = _no_timer,
+    ) -> Array:
+        """Forward partial product by chunks of block rows, each handed over
+        as soon as it is done (design.md section 4: the reduction of one chunk
+        overlapping the computation of the next).
+
+        Stages 1-2 run once for the whole input; then, chunk by chunk of the
+        local block rows ``I`` (``chunks`` nearly equal ranges of
+        :func:`~fftmatvec.layout.block_range`), the product with the rows of
+        ``Fhat`` (read in place), the inverse transform and the unpad of those
+        rows.  ``on_chunk(y_rows, mark)`` gets the finished rows (a contiguous
+        view of the result) and the backend's :meth:`~fftmatvec.backend.base.Backend.mark`
+        of the work producing them; it is called for chunk ``c`` after the
+        work of chunk ``c + 1`` has been queued, so a device is never left
+        idle while the host starts a reduction.
+
+        With a ``timer`` the stages run one after another over all chunks
+        (each stage timed once per product, as in :meth:`apply`) and
+        ``on_chunk`` is not called: the caller reduces the whole result.
+
+        Returns the ``(nd, Nt, K)`` result buffer, as :meth:`apply`.
+        """
+        be = self.backend
+        K = x.shape[2]
+        ws = self.workspace(False, prec, K)
+        Fhat = self.Fhat[prec.sbgemv]
+        C = min(max(1, int(chunks)), max(1, self.nd))
+        bounds = [(i0, i0 + n) for i0, n in (block_range(self.nd, C, c) for c in range(C)) if n > 0]
+        parts = []  # (Fhat rows, y_hat chunk, y_pad chunk, y rows), each contiguous but Fhat's
+        yh_flat, yp_flat = ws.y_hat.reshape(-1), ws.y_pad.reshape(-1)
+        for i0, i1 in bounds:
+            n = i1 - i0
+            yh = yh_flat[self.Nf * i0 * K:self.Nf * i1 * K].reshape(self.Nf, n, K)
+            yp = yp_flat[self.L * i0 * K:self.L * i1 * K].reshape(self.L, n, K)
+            parts.append((Fhat[:, i0:i1], yh, yp, ws.y[i0:i1]))
+        if timer is not _no_timer:
+            with timer("pad"):
+                be.pad(x, out=ws.pad)
+            with timer("fft"):
+                be.rfft(ws.pad, out=ws.x_hat)
+            with timer("sbgemv"):
+                for F_rows, yh, _, _ in parts:
+                    be.sbgemv(F_rows, ws.x_hat, out=yh, adjoint=False)
+            with timer("ifft"):
+                for _, yh, yp, _ in parts:
+                    be.irfft(yh, out=yp)
+            with timer("unpad"):
+                for _, _, yp, y in parts:
+                    be.unpad(yp, out=y)
+            return ws.y
+        be.pad_rfft(x, ws.pad, ws.x_hat)
+        pending = None
+        for F_rows, yh, yp, y in parts:
+            be.sbgemv(F_rows, ws.x_hat, out=yh, adjoint=False)
+            be.irfft_unpad(yh, yp, y)
+            mark = be.mark()
+            if pending is not None:
+                on_chunk(*pending)
+            pending = (y, mark)
+        if pending is not None:
+            on_chunk(*pending)
         return ws.y
 
     def _run(self, x: Array, ws: _Workspace, Fhat: Array, adjoint: bool) -> None:

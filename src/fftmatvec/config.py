@@ -64,7 +64,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "spacing": Key(_NUM, 1.0, doc="matern: parameter grid spacing"),
     },
     "solver": {
-        "method": Key((str,), "cg-parameter", choices=("cg-parameter", "cg-data", "cholesky-data")),
+        "method": Key((str,), "cg-parameter", choices=("cg-parameter", "cg-data", "cholesky-data"),
+                      doc="MAP solver: prior-preconditioned CG in parameter space, CG in data space, "
+                      "or the data-space matrix formed once and Cholesky-factored"),
         "rtol": Key(_NUM, 1e-8, doc="relative residual tolerance of CG"),
         "maxiter": Key((int,), 500, doc="CG iteration limit"),
         "checkpoint_every": Key((int,), 0, doc="CG iterations between checkpoints (0: none)"),
@@ -72,7 +74,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
     },
     "grid": {
         "shape": Key((str,), "auto", doc="'auto' or 'PRxPC'"),
-        "device": Key((str,), "cpu", choices=("cpu", "gpu", "auto")),
+        "device": Key((str,), "cpu", choices=("cpu", "gpu", "auto"), doc="backend: NumPy/SciPy, CuPy, or the GPU when there is one"),
     },
     "generate": {
         "dir": Key((str,), "model", path=True, doc="folder fftmatvec generate writes the model into"),

@@ -21,8 +21,16 @@ all :class:`~fftmatvec.operator.BTTOperator` uses:
 ``row_reduce(y, all=False)``, ``col_reduce(y, all=False)``
     sum in place along my row to column 0 / down my column to row 0; return
     the sum there (on every rank with ``all=True``) and None elsewhere;
+``row_ireduce(y, after=None)``
+    start ``row_reduce(y)``; a :class:`~fftmatvec.collectives.Request`
+    whose ``wait()`` returns what ``row_reduce`` returns;
 ``holds_param()``, ``holds_data()``
     ``r == 0`` / ``c == 0``.
+
+On GPUs (``device=`` when the grid is made, or :meth:`ProcessGrid.use_device`
+when an operator on a GPU backend gets the grid) each rank takes the GPU of
+its node-local rank and ``row``/``col``/``all`` become NCCL collectives where
+NCCL can run (``FFTMATVEC_COLLECTIVES=mpi|nccl|auto``, default auto).
 
 mpi4py is imported only when a :class:`ProcessGrid` is made, so the package
 imports without it.
@@ -34,7 +42,7 @@ import math
 import re
 from typing import Any
 
-from .collectives import Collectives, LocalCollectives, MPICollectives
+from .collectives import Collectives, LocalCollectives, MPICollectives, Request
 from .errors import ConfigError
 from .layout import block_range
 
@@ -139,6 +147,26 @@ class _GridBase:
         for coll in (self.row, self.col, self.all):
             coll.reset_stats()
 
+    # -- devices ---------------------------------------------------------------
+    #: Transport of the collectives: "local" (one process), "mpi" or "nccl".
+    collectives: str = "local"
+    #: Why that transport (e.g. why not NCCL).
+    collectives_note: str = ""
+    #: The GPU this rank uses, once a GPU was chosen (None before / on the CPU).
+    device_id: "int | None" = None
+
+    def use_device(self, device: Any) -> str:
+        """Fit the collectives to arrays on ``device`` (a Backend or "cpu",
+        "gpu", "auto"); return :attr:`collectives`.  Nothing to do for one
+        process."""
+        return self.collectives
+
+    def row_ireduce(self, y: Array, after: Any = None) -> Request:
+        """Start :meth:`row_reduce` of ``y`` (in place along my grid row, to
+        grid column 0); ``wait()`` on the result returns the sum there, None
+        elsewhere.  ``after``: the backend's mark of the work producing ``y``."""
+        return Request(result=y)
+
     # -- context ---------------------------------------------------------------
     def free(self) -> None:
         """Release communicators the grid created (idempotent)."""
@@ -208,6 +236,9 @@ class ProcessGrid(_GridBase):
         Problem sizes, used only by ``shape="auto"``.
     cuda_aware : bool, optional
         See :class:`~fftmatvec.collectives.MPICollectives`.
+    device : {"cpu", "gpu", "auto"} or Backend, optional
+        Where the arrays live; with a GPU, :meth:`use_device` now (GPU from
+        the node-local rank, NCCL collectives where they can run).
 
     Raises
     ------
@@ -220,11 +251,13 @@ class ProcessGrid(_GridBase):
     ----------
     comm : mpi4py.MPI.Cartcomm
         The grid communicator (rank ``r * pc + c``), owned by the grid.
-    row, col : MPICollectives
+    row, col : MPICollectives or NCCLCollectives
         Over my grid row (ranks sharing ``r``, size ``pc``, rank ``c``) and
         my grid column (ranks sharing ``c``, size ``pr``, rank ``r``).
-    all : MPICollectives
+    all : MPICollectives or NCCLCollectives
         Over the whole grid (dot products, scatter and gather of vectors).
+    collectives : str
+        "mpi" or "nccl" (:attr:`collectives_note` says why).
     r, c : int
         My coordinates.
     node_rank, node_size : int
@@ -242,6 +275,7 @@ class ProcessGrid(_GridBase):
         Nd: int | None = None,
         Nm: int | None = None,
         cuda_aware: bool | None = None,
+        device: Any = None,
     ) -> None:
         MPI = _import_mpi()
         self._freed = True
@@ -266,6 +300,14 @@ class ProcessGrid(_GridBase):
         self.row = MPICollectives(self._row_comm, cuda_aware)
         self.col = MPICollectives(self._col_comm, cuda_aware)
         self.all = MPICollectives(self.comm, cuda_aware)
+        self._cuda_aware = cuda_aware
+        self.collectives, self.collectives_note, self.device_id = "mpi", "", None
+        if device is not None:
+            try:
+                self.use_device(device)
+            except BaseException:
+                self.free()
+                raise
 
     # -- construction helpers --------------------------------------------------
     @staticmethod
@@ -353,6 +395,46 @@ class ProcessGrid(_GridBase):
         if self.pr == 1:
             return y
         return self.col.allreduce(y) if all else self.col.reduce(y, root=0)
+
+    def row_ireduce(self, y: Array, after: Any = None) -> Request:
+        if self.pc == 1:
+            return Request(result=y)
+        return self.row.ireduce(y, root=0, after=after)
+
+    def use_device(self, device: Any) -> str:
+        """Fit the collectives to arrays on ``device``; return :attr:`collectives`.
+
+        For a GPU (a GPU backend, "gpu", or "auto" with a GPU), once per grid:
+        the GPU is chosen (``select_device(node_rank)`` for a name; a backend's
+        own ``device_id``), then ``row``, ``col`` and ``all`` become
+        :class:`~fftmatvec.collectives.NCCLCollectives` where NCCL can run
+        (:func:`~fftmatvec.collectives.device_collectives`,
+        ``FFTMATVEC_COLLECTIVES``), else they stay MPI (host-staged unless
+        CUDA-aware).  Collective: every rank calls it; failures are voted.
+        The CPU changes nothing.
+        """
+        name = device if isinstance(device, str) else getattr(device, "name", None)
+        if name == "auto":
+            from .backend import gpu_available
+
+            name = "gpu" if gpu_available() else "cpu"
+        if name != "gpu" or self.device_id is not None:
+            return self.collectives
+        from .collectives import device_collectives
+        from .errors import collective
+
+        with collective(self.comm, "choosing the GPU"):
+            from .backend.gpu import select_device
+
+            dev = select_device(self.node_rank) if isinstance(device, str) else select_device(device.device_id)
+        colls, kind, note = device_collectives(self.comm, [self._row_comm, self._col_comm, self.comm],
+                                               cuda_aware=self._cuda_aware)
+        old = (self.row, self.col, self.all)
+        self.row, self.col, self.all = colls
+        for coll in old:
+            coll.free()
+        self.device_id, self.collectives, self.collectives_note = dev, kind, note
+        return kind
 
     def barrier(self) -> None:
         self.comm.Barrier()

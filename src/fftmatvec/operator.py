@@ -49,7 +49,15 @@ class BTTOperator:
     grid : grid object, optional
         Process grid (:mod:`fftmatvec.grid`); default the one-process grid.
         With a grid, ``f`` and ``aux`` may be the full arrays (each rank cuts
-        its slab) and vectors are the local blocks.
+        its slab) and vectors are the local blocks.  On a GPU backend the
+        grid's collectives are fitted to it (``grid.use_device``: NCCL where
+        it can run).
+    reduce_chunks : int, optional
+        Forward products (:meth:`matvec`) in this many chunks of the local
+        block rows, the reduction of each chunk started as soon as it is done
+        so that it overlaps the computation of the next (design.md section 4;
+        :meth:`fftmatvec.btt.LocalBTT.apply_rows`).  Default
+        ``$FFTMATVEC_REDUCE_CHUNKS``, else 1 (one reduction after the product).
 
     Attributes
     ----------
@@ -71,8 +79,17 @@ class BTTOperator:
         grid: Any = None,
         shape: tuple[int, int, int] | None = None,
         tolerance: float | None = None,
+        reduce_chunks: int | None = None,
     ) -> None:
         self.grid = grid if grid is not None else SerialGrid()
+        if reduce_chunks is None:
+            reduce_chunks = os.environ.get("FFTMATVEC_REDUCE_CHUNKS", "1")
+        try:
+            self.reduce_chunks = int(reduce_chunks)
+        except (TypeError, ValueError):
+            raise ConfigError(f"reduce_chunks must be a positive integer, got {reduce_chunks!r}") from None
+        if self.reduce_chunks < 1:
+            raise ConfigError(f"reduce_chunks must be a positive integer, got {reduce_chunks!r}")
         # precision="auto" + tolerance: measure, then go on with the chosen codes.
         self.tuning = None
         if tolerance is not None or any(
@@ -103,6 +120,9 @@ class BTTOperator:
                 self.aux_engine = LocalBTT(aux, self.backend, {self.adjoint_precision.sbgemv})
             self.backend.synchronize()
         vote.agreed("the operator sizes (Nd, Nm, Nt)")
+        use_device = getattr(self.grid, "use_device", None)
+        if use_device is not None:  # GPU: NCCL collectives where they can run (collective, voted)
+            use_device(self.backend)
 
     @classmethod
     def from_matrix_dir(
@@ -195,6 +215,19 @@ class BTTOperator:
         x, finish = self._prepare(m, "param", prec, "F m")
         with self._comm_timer(timer)("bcast"):
             x = self.grid.col_bcast(x)
+        if self.reduce_chunks > 1 and self.engine.nd > 1:
+            started = []
+            y = self.engine.apply_rows(x, prec, self.reduce_chunks,
+                                       lambda rows, mark: started.append(self.grid.row_ireduce(rows, after=mark)),
+                                       timer=timer)
+            with self._comm_timer(timer)("reduce"):
+                if timer is not _no_timer:  # stages timed one by one: reduce the whole result
+                    y = self.grid.row_reduce(y)
+                else:
+                    for request in started:
+                        request.wait()
+                    y = y if self.grid.holds_data() else None
+            return finish(y, "data")
         y = self.engine.apply(x, prec, adjoint=False, timer=timer)
         with self._comm_timer(timer)("reduce"):
             y = self.grid.row_reduce(y)

@@ -3,6 +3,12 @@
 Stage order (design.md section 3): ``pad`` (broadcast + pad), ``fft``,
 ``sbgemv``, ``ifft``, ``reduce`` (unpad + reduce).  ``ddddd`` is the default;
 ``dssdd`` runs the FFT and the per-frequency product in single precision.
+
+The error model of design.md section 3 lives here too: :func:`error_bound`
+(with :func:`error_terms`, :func:`model_sizes` and the calibrated
+:data:`CONSTANTS`) and :func:`validate_tolerance`.  Measuring the codes and
+choosing one for a tolerance is :mod:`fftmatvec.tuning`; docs/precision.md
+explains both.
 """
 
 from __future__ import annotations

@@ -121,16 +121,20 @@ def run_sweep(cfg: BenchConfig, sweep: str, grids: Iterable[tuple[int, int]], co
     size = 1 if comm is None else comm.Get_size()
     rank = 0 if comm is None else comm.Get_rank()
     rows, skipped = [], []
+    bandwidth: dict[int, float] = {}  # measured once per rank count: the same ranks copy
     for pr, pc in sorted(dict.fromkeys(grids), key=lambda g: (g[0] * g[1], g[0])):
         n = pr * pc
         if n > size:
             skipped.append(f"{pr}x{pc}")
             continue
         run_cfg = sweep_config(cfg, sweep, n)
+        if cfg.copy_bandwidth is None and n in bandwidth:
+            run_cfg = dataclasses.replace(run_cfg, copy_bandwidth=bandwidth[n])
         if comm is None:
             result = run_bench(run_cfg, SerialGrid())
         else:
             result = _run_on_subgrid(comm, rank, pr, pc, run_cfg)
+        bandwidth.setdefault(n, result["copy_bandwidth_Bps"])
         row = scaling_row(result, sweep)
         rows.append(row)
         if log is not None:
@@ -324,8 +328,11 @@ def plot_scaling(rows: list[dict[str, Any]], path: "str | Path", title: str | No
             ax_e.annotate(r["grid"], (r["ranks"], r["efficiency"]), fontsize=7, xytext=(3, 3),
                           textcoords="offset points", color=color)
             ax_e.plot(r["ranks"], r["efficiency"], ".", color=color)
+    all_ranks = sorted({r["ranks"] for r in rows})
     for ax in (ax_t, ax_e):
         ax.set_xscale("log", base=2)
+        ax.set_xticks(all_ranks, [str(p) for p in all_ranks])
+        ax.xaxis.set_minor_locator(plt.NullLocator())
         ax.set_xlabel("ranks")
         ax.grid(True, which="both", alpha=0.3)
     ax_t.set_yscale("log")

@@ -55,6 +55,13 @@ class Backend(abc.ABC):
     def synchronize(self) -> None:
         """Wait until queued device work is done (no-op on the CPU)."""
 
+    def mark(self) -> Any:
+        """A marker of the device work queued so far on the current stream (a
+        CUDA event on the GPU; None on the CPU, where work is done when queued).
+        Non-blocking collectives take it as ``after=`` to wait for exactly that
+        work (:meth:`fftmatvec.collectives.Collectives.ireduce`)."""
+        return None
+
     @contextlib.contextmanager
     def capture(self) -> Iterator[None]:
         """Context in which a repeated sequence of calls may be recorded and

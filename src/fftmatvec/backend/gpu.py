@@ -162,6 +162,12 @@ class GPUBackend(Backend):
     def synchronize(self) -> None:
         self._cupy.cuda.Device(self.device_id).synchronize()
 
+    def mark(self):
+        """A CUDA event recorded now on the current stream."""
+        ev = self._cupy.cuda.Event(disable_timing=True)
+        ev.record()
+        return ev
+
     def free_bytes(self) -> int:
         """Device memory free for new arrays: the driver's free memory plus
         blocks CuPy's pool holds but does not use."""
@@ -633,8 +639,9 @@ class GPUBackend(Backend):
             )
         if Fhat.dtype not in _C2R:
             raise ValueError(f"sbgemv: Fhat must be complex64 or complex128, got {Fhat.dtype}")
-        for a, what in ((Fhat, "Fhat"), (x_hat, "x_hat"), (out, "out")):
+        for a, what in ((x_hat, "x_hat"), (out, "out")):
             self._contiguous(a, f"sbgemv {what}")
+        self._row_stride(Fhat, adjoint)
         ta = np.dtype(Fhat.dtype)
         if K >= self.blas_min_k[(ta, bool(adjoint))]:
             self._sbgemm_blas(Fhat, x_hat, out, adjoint)
@@ -642,6 +649,22 @@ class GPUBackend(Backend):
         S = self._sbgemv_cols(Fhat, x_hat, out, adjoint, 0, nm, None)
         if S > 1:
             self._sum_splits(self._buffer((S,) + out.shape, ta, "sbgemv-splits"), out, S)
+
+    @staticmethod
+    def _row_stride(Fhat: Array, adjoint: bool) -> int:
+        """Rows per frequency in ``Fhat``'s memory (``lda``): ``nd`` for a
+        C-contiguous ``Fhat``; the forward product also takes a block of rows
+        ``Fhat_full[:, i0:i1, :]`` of a C-contiguous ``Fhat_full`` in place."""
+        nf, nd, nm = Fhat.shape
+        if Fhat.flags.c_contiguous or nf == 0 or nd == 0 or nm == 0:
+            return nd
+        isz = Fhat.dtype.itemsize
+        s0, s1, s2 = Fhat.strides
+        if (not adjoint and s2 == isz and (nd == 1 or s1 == nm * isz) and s0 % (nm * isz) == 0
+                and s0 >= nd * nm * isz):
+            return s0 // (nm * isz)
+        raise ValueError("sbgemv Fhat must be C-contiguous" + ("" if adjoint else
+                         " or a block of rows [:, i0:i1, :] of a C-contiguous array"))
 
     def _sum_splits(self, part: Array, out: Array, S: int) -> None:
         n = out.size
@@ -658,13 +681,15 @@ class GPUBackend(Backend):
         nf, nd, nm = Fhat.shape
         K = x_hat.shape[2]
         ta = np.dtype(Fhat.dtype)
+        lda = self._row_stride(Fhat, adjoint)
         aligned = (Fhat.data.ptr | x_hat.data.ptr | out.data.ptr) % 16 == 0  # 16-byte vector loads allowed
-        key = ("adj" if adjoint else "fwd", nf, nd, nm, K, ta, x_hat.dtype, aligned, col0, col1, part is None)
+        key = ("adj" if adjoint else "fwd", nf, nd, nm, K, ta, x_hat.dtype, aligned, col0, col1, part is None, lda)
         cfg = self._launch.get(key)
         if cfg is None:
+            extra = {} if adjoint else {"lda": lda}
             make = self._adj_config if adjoint else self._fwd_config
             cfg = self._launch[key] = make(nf, nd, nm, K, ta, np.dtype(x_hat.dtype), VEC=None if aligned else 1,
-                                           col0=col0, col1=col1, S=1 if part is not None else None)
+                                           col0=col0, col1=col1, S=1 if part is not None else None, **extra)
         fn, grid, block, smem, tail, S = cfg
         dst = out if S == 1 and part is None else (part if part is not None else
                                                     self._buffer((S,) + out.shape, ta, "sbgemv-splits"))
@@ -684,7 +709,8 @@ class GPUBackend(Backend):
         regs = max(8, -(-regs // 8) * 8)
         return max(1, min(32, 2048 // threads, 65536 // (regs * threads)))
 
-    def _fwd_config(self, nf, nd, nm, K, ta, tx, R=None, U=None, VEC=None, KB=None, S=None, col0=0, col1=None):
+    def _fwd_config(self, nf, nd, nm, K, ta, tx, R=None, U=None, VEC=None, KB=None, S=None, col0=0, col1=None,
+                    lda=None):
         c128 = ta == np.complex128
         KB = KB or self._kb(K)
         if KB > 8 and c128:
@@ -703,11 +729,14 @@ class GPUBackend(Backend):
         threads = 256
         rowgroups = nf * (-(-nd // R))
         S = S or self.fwd_splits
-        if S is None:  # split the columns until every warp slot gets several work items (large Fhat only)
+        if S is None:  # split the columns while there are under two warps per warp slot (large Fhat only);
+            # measured on an H200 at Nm=1000, Nd=50, Nt=500 (benchmarks/results/h200-probe-chunks.jsonl):
+            # one split is fastest there (1.14x floor complex128, 1.24x complex64) and the earlier target of
+            # eight warps per slot chose four (1.19-1.26x, 1.34-1.42x)
             S = 1
             slots = self.sm_count * self._resident_blocks(fn, threads) * threads // 32
             big = nf * nd * ncol * ta.itemsize >= 32 << 20
-            while big and rowgroups * S * G // 32 < 8 * slots and ncol // (2 * S) >= 2 * G * VEC * U // 4 and S < 64:
+            while big and rowgroups * S * G // 32 < 2 * slots and ncol // (2 * S) >= 2 * G * VEC * U // 4 and S < 64:
                 S *= 2
         cw = -(-ncol // S)
         cw += cw % VEC
@@ -715,7 +744,7 @@ class GPUBackend(Backend):
         groups_per_block = threads // 32 * (32 // G)
         grid = (-(-groups // groups_per_block), -(-K // KB))
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(G), np.int32(S), np.int32(cw),
-                np.int32(col0), np.int32(col1))
+                np.int32(col0), np.int32(col1), np.int32(nd if lda is None else lda))
         return fn, grid, (threads,), 0, tail, S
 
     def _adj_config(self, nf, nd, nm, K, ta, tx, U=None, VEC=None, KB=None, CT=None, flat=None, T=256,

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace, cfg) -> int:
-    from ..errors import collective
+    from ..errors import ConfigError, collective
     from ..mpi import launched, world
     from ..scaling import ROW_KEY, add_efficiency, format_row, parse_grids, plot_scaling, run_sweep, update_csv
 
@@ -101,6 +101,8 @@ def _sweep(args: argparse.Namespace, cfg) -> int:
     size = 1 if comm is None else comm.Get_size()
     is_root = comm is None or comm.Get_rank() == 0
     grids = parse_grids(args.grids) if args.grids else [(1, size)]
+    if all(pr * pc > size for pr, pc in grids):
+        raise ConfigError(f"--grids {args.grids}: no grid fits in the {size} rank{'s' if size > 1 else ''} of this launch")
     per = " per rank" if args.sweep == "weak" else ""
     print(f"{args.sweep} scaling sweep on {size} rank{'s' if size > 1 else ''}: Nm={args.Nm}{per} Nd={args.Nd} "
           f"Nt={args.Nt} K={args.nrhs} precision={args.precision} device={args.device}; times of the slowest rank",
@@ -115,7 +117,7 @@ def _sweep(args: argparse.Namespace, cfg) -> int:
         else:
             add_efficiency(every)
         if is_root and args.plot and every:
-            plot_scaling(every, args.plot, title=f"fftmatvec bench --sweep ({args.csv or 'this launch'})")
+            plot_scaling(every, args.plot, title=f"fftmatvec bench --sweep: {args.csv or 'one launch'}")
     ours = {tuple(r[k] for k in ROW_KEY) for r in rows}
     mine = [r for r in every if tuple(r[k] for k in ROW_KEY) in ours]
     print(f"efficiency{f' (series from {args.csv})' if args.csv else ''}:")
@@ -126,5 +128,6 @@ def _sweep(args: argparse.Namespace, cfg) -> int:
     if args.plot:
         print(f"plot: {args.plot}")
     if args.json:
-        print(json.dumps({"sweep": args.sweep, "ranks": size, "rows": mine, "skipped": skipped}))
+        clean = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in mine]
+        print(json.dumps({"sweep": args.sweep, "ranks": size, "rows": clean, "skipped": skipped}))
     return 0

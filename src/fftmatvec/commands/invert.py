@@ -16,6 +16,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("config", metavar="CONFIG.toml")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--resume", action="store_true", help="continue CG from the checkpoint in [output] dir")
+    p.add_argument("--out", metavar="DIR", help="output folder (default: [output] dir of the config)")
+    p.add_argument("--device", choices=("cpu", "gpu", "auto"), help="backend (default: [grid] device of the config)")
+    p.add_argument("--grid", metavar="PRxPC", help="process grid, 'PRxPC' or 'auto' (default: [grid] shape of the config)")
     p.set_defaults(func=run)
 
 
@@ -28,6 +31,14 @@ def run(args: argparse.Namespace) -> int:
     from ..replicated import ReplicatedOperator
 
     cfg = load(args.config)
+    if args.out is not None:  # command-line overrides, as if written in the config
+        from pathlib import Path
+
+        cfg["output"]["dir"] = str(Path(args.out).resolve())
+    if args.device is not None:
+        cfg["grid"]["device"] = args.device
+    if args.grid is not None:
+        cfg["grid"]["shape"] = args.grid
     meta = read_meta(cfg["operator"]["matrix"])
     shape = cfg["grid"]["shape"]
     grid = ProcessGrid.from_option(None, shape, Nd=meta.Nd, Nm=meta.Nm)

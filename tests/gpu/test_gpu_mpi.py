@@ -1,0 +1,222 @@
+"""GPU grids under MPI: the choice of collectives (NCCL or host-staged MPI),
+the NCCL collectives themselves and the distributed operator on GPUs against
+the CPU.
+
+Run with ``mpiexec -n N python -m pytest --with-mpi tests/gpu/test_gpu_mpi.py``
+(pytest-mpi); ``FFTMATVEC_COLLECTIVES=nccl`` forces NCCL, ``mpi`` forbids it.
+NCCL needs one GPU per rank, so with more ranks than GPUs the grid falls back
+to MPI (auto) or every rank raises the same ConfigError (forced), and the
+tests of NCCL itself are skipped.  Skipped without CuPy or a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+cupy = pytest.importorskip("cupy")
+try:
+    _NDEV = cupy.cuda.runtime.getDeviceCount()
+except Exception:  # no driver / no device
+    _NDEV = 0
+if _NDEV < 1:
+    pytest.skip("no GPU visible to CuPy", allow_module_level=True)
+
+from fftmatvec import BTTOperator  # noqa: E402
+from fftmatvec.collectives import COLLECTIVES_ENV, NCCLCollectives, collectives_mode, nccl_available  # noqa: E402
+from fftmatvec.errors import ConfigError  # noqa: E402
+from fftmatvec.vector import DistVector  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture
+def comm():
+    MPI = pytest.importorskip("mpi4py.MPI")
+    return MPI.COMM_WORLD
+
+
+def shapes(size):
+    return [(pr, size // pr) for pr in range(1, size + 1) if size % pr == 0]
+
+
+def max_all(comm, v):
+    vals = comm.allgather(float(v))
+    return float("nan") if any(np.isnan(vals)) else max(vals)
+
+
+def rel(a, b):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+def dense_btt(f):
+    nd, nm, nt = f.shape
+    F = np.zeros((nd, nt, nm, nt))
+    for t in range(nt):
+        for s in range(t + 1):
+            F[:, t, :, s] = f[:, :, t - s]
+    return F.reshape(nd * nt, nm * nt)
+
+
+def nccl_expected(size):
+    """What "auto"/"nccl" should give: NCCL when it is there and every rank has its own GPU."""
+    return nccl_available() and size <= _NDEV
+
+
+def make_grid(comm, shape):
+    from fftmatvec.grid import ProcessGrid
+
+    return ProcessGrid(comm, shape, device="gpu")
+
+
+@pytest.mark.mpi(min_size=1)
+def test_transport_choice(comm):
+    mode = collectives_mode()
+    want_nccl = mode != "mpi" and nccl_expected(comm.size)
+    if mode == "nccl" and not want_nccl:  # forced but impossible: the same error on every rank
+        try:
+            make_grid(comm, (1, comm.size))
+            got = None
+        except ConfigError as exc:
+            got = str(exc)
+        msgs = comm.allgather(got)
+        assert all(m is not None and m == msgs[0] for m in msgs), msgs
+        assert COLLECTIVES_ENV in msgs[0] and ("GPU" in msgs[0] or "NCCL" in msgs[0])
+        return
+    with make_grid(comm, (1, comm.size)) as grid:
+        assert grid.collectives == ("nccl" if want_nccl else "mpi"), grid.collectives_note
+        assert grid.device_id == grid.node_rank % _NDEV == cupy.cuda.runtime.getDevice()
+        kinds = {type(c).__name__ for c in (grid.row, grid.col, grid.all)}
+        assert kinds == {"NCCLCollectives" if want_nccl else "MPICollectives"}
+        print(f"rank {comm.rank}: {grid.collectives} ({grid.collectives_note}) on GPU {grid.device_id}")
+
+
+def _needs_nccl(comm, grid):
+    if grid.collectives != "nccl":  # the same on every rank (voted)
+        grid.free()
+        pytest.skip(f"NCCL not in use: {grid.collectives_note or 'FFTMATVEC_COLLECTIVES=mpi'}")
+
+
+@pytest.mark.mpi(min_size=1)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_nccl_collectives(comm, dtype):
+    if collectives_mode() == "mpi" or not nccl_expected(comm.size):
+        pytest.skip(f"NCCL needs one GPU per rank and {COLLECTIVES_ENV} != mpi ({comm.size} ranks, {_NDEV} GPUs)")
+    grid = make_grid(comm, (1, comm.size))
+    _needs_nccl(comm, grid)
+    with grid:
+        coll = grid.row
+        assert isinstance(coll, NCCLCollectives)
+        size, rank = comm.size, comm.rank
+        tot = size * (size + 1) / 2
+        base = np.arange(12, dtype=np.float64).reshape(3, 4)
+        val = (base + (1j * base if np.dtype(dtype).kind == "c" else 0)).astype(dtype)
+        rtol = 1e-6 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-14
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:  # on a non-default stream: the calls are queued on it
+            coll.reset_stats()
+            # bcast
+            b = cupy.asarray(val * (rank + 1))
+            coll.bcast(b, root=size - 1)
+            np.testing.assert_allclose(b.get(), val * size, rtol=rtol)
+            # allreduce in place and into out (device and host)
+            a = cupy.asarray(val * (rank + 1))
+            coll.allreduce(a)
+            np.testing.assert_allclose(a.get(), val * tot, rtol=rtol)
+            src = cupy.asarray(val * (rank + 1))
+            out = cupy.empty_like(src)
+            assert coll.allreduce(src, out=out) is out
+            np.testing.assert_allclose(out.get(), val * tot, rtol=rtol)
+            np.testing.assert_array_equal(src.get(), val * (rank + 1))
+            host_out = np.empty(val.shape, dtype)
+            assert coll.allreduce(src, out=host_out) is host_out
+            np.testing.assert_allclose(host_out, val * tot, rtol=rtol)
+            # reduce in place, into out
+            r = cupy.asarray(val * (rank + 1))
+            got = coll.reduce(r, root=0)
+            if rank == 0:
+                assert got is r
+                np.testing.assert_allclose(r.get(), val * tot, rtol=rtol)
+            else:
+                assert got is None
+                np.testing.assert_array_equal(r.get(), val * (rank + 1))
+            r2 = cupy.asarray(val * (rank + 1))
+            out2 = cupy.zeros_like(r2)
+            got = coll.reduce(r2, out=out2, root=0)
+            if rank == 0:
+                assert got is out2
+                np.testing.assert_allclose(out2.get(), val * tot, rtol=rtol)
+            # non-blocking reduce after a marked piece of work
+            x = cupy.zeros(val.shape, dtype)
+            x += cupy.asarray(val * (rank + 1))
+            ev = cupy.cuda.Event(disable_timing=True)
+            ev.record()
+            req = coll.ireduce(x, root=0, after=ev)
+            res = req.wait()
+            if rank == 0:
+                assert res is x
+                np.testing.assert_allclose(x.get(), val * tot, rtol=rtol)
+            else:
+                assert res is None
+            # host arrays go through MPI
+            h = np.full(4, float(rank + 1))
+            coll.allreduce(h)
+            np.testing.assert_allclose(h, tot)
+            stream.synchronize()
+            stats = coll.stats
+        for op in ("bcast", "allreduce", "reduce", "ireduce"):
+            assert stats[op]["calls"] >= 1 and stats[op]["seconds"] >= 0, stats
+        assert stats["allreduce"]["calls"] == 3 and stats["reduce"]["calls"] == 2
+        assert stats["mpi:allreduce"]["calls"] == 1
+        assert coll.seconds > 0
+        coll.check()
+
+
+@pytest.mark.mpi(min_size=1)
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_operator_on_gpu_grid_vs_cpu(comm, chunks):
+    """F, F^T and F^T F on every grid shape, GPU ranks against the CPU
+    single-process operator and the dense matrix (NCCL or host-staged MPI,
+    whichever the grid took)."""
+    rng = np.random.default_rng(comm.bcast(int.from_bytes(os.urandom(4), "little") if comm.rank == 0 else None))
+    Nd, Nm, Nt = 7, 11, 9
+    f = rng.standard_normal((Nd, Nm, Nt))
+    m, d = rng.standard_normal((Nm, Nt, 2)), rng.standard_normal((Nd, Nt, 2))
+    F = dense_btt(f)
+    cpu = BTTOperator(f)
+    refs = {"F m": cpu.matvec(m), "F^T d": cpu.rmatvec(d), "F^T F m": cpu.normal(m)}
+    dense = {"F m": (F @ m.reshape(Nm * Nt, 2)).reshape(Nd, Nt, 2),
+             "F^T d": (F.T @ d.reshape(Nd * Nt, 2)).reshape(Nm, Nt, 2)}
+    for shape in shapes(comm.size):
+        mode = collectives_mode()
+        if mode == "nccl" and not nccl_expected(comm.size):
+            continue  # forced NCCL cannot run here (test_transport_choice checks the error)
+        with make_grid(comm, shape) as grid:
+            op = BTTOperator(f, grid=grid, device="gpu", reduce_chunks=chunks)
+            assert grid.collectives in ("mpi", "nccl")
+            mv, dv = DistVector.from_global(m, grid, "param"), DistVector.from_global(d, grid, "data")
+            got = {"F m": op.matvec(mv), "F^T d": op.rmatvec(dv), "F^T F m": op.normal(mv)}
+            for name, v in got.items():
+                full = v.gather(root=None)
+                err = max_all(comm, rel(full, refs[name]))
+                assert err < 1e-13, (shape, grid.collectives, name, err)
+                if name in dense:
+                    assert max_all(comm, rel(full, dense[name])) < 1e-12
+            # dot / norm through grid.all (host buffers: MPI fallback under NCCL)
+            assert abs(mv.dot(mv) - float(np.vdot(m, m))) < 1e-9 * float(np.vdot(m, m))
+            # device blocks in, device blocks out
+            (j0, nm) = grid.col_block(Nm)
+            x = cupy.asarray(m[j0:j0 + nm, :, 0]) if grid.holds_param() else None
+            y = op.matvec(x)
+            if grid.holds_data():
+                (i0, nd) = grid.row_block(Nd)
+                assert isinstance(y, cupy.ndarray)
+                e = rel(y.get(), refs["F m"][i0:i0 + nd, :, 0]) if nd else 0.0
+            else:
+                e = 0.0
+            assert max_all(comm, e) < 1e-13
+            if comm.rank == 0:
+                print(f"{shape}: {grid.collectives} ({grid.collectives_note}); comm {grid.comm_stats()}")

@@ -1,0 +1,45 @@
+"""Scaling sweeps over MPI: every grid that fits runs on a sub-communicator of
+the first ``pr*pc`` ranks while the others wait, and all ranks end with the
+same rows, or the same error (fftmatvec.scaling, docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from mpitools import all_true, assert_same_error, comm  # noqa: F401
+
+from fftmatvec.bench import BenchConfig
+from fftmatvec.errors import ConfigError
+from fftmatvec.scaling import add_efficiency, run_sweep
+
+GRIDS = [(1, 1), (1, 2), (2, 1), (1, 3), (2, 2), (3, 1), (3, 3)]
+
+
+def _cfg(**kw):
+    # a known copy bandwidth skips the 256 MB probe, which is not what is tested here
+    return BenchConfig(**dict(dict(Nm=7, Nd=5, Nt=6, reps=2, check=True, copy_bandwidth=1e10, seed=3), **kw))
+
+
+@pytest.mark.mpi(min_size=1)
+@pytest.mark.parametrize("sweep", ["weak", "strong"])
+def test_every_grid_that_fits_runs_and_all_ranks_agree(comm, sweep):
+    rows, skipped = run_sweep(_cfg(), sweep, GRIDS, comm=comm)
+    fits = [g for g in GRIDS if g[0] * g[1] <= comm.size]
+    assert [r["grid"] for r in rows] == [f"{pr}x{pc}" for pr, pc in sorted(fits, key=lambda g: (g[0] * g[1], g[0]))]
+    assert sorted(skipped) == sorted(f"{pr}x{pc}" for pr, pc in GRIDS if pr * pc > comm.size)
+    for row in rows:
+        assert row["Nm"] == (7 * row["ranks"] if sweep == "weak" else 7)
+        assert row["rel_error"] < 1e-12  # the product on the sub-grid is right
+        assert row["time_s"] > 0 and row["fhat_bytes"] == 16 * (6 + 1) * 5 * row["Nm"]  # all of Fhat
+        assert (row["bcast_s"] > 0 and row["reduce_s"] > 0) == (row["ranks"] > 1)  # timed only on a grid
+    assert all_true(comm, comm.allgather(repr(rows)) == [repr(rows)] * comm.size)
+    add_efficiency(rows)
+    assert math.isclose(rows[0]["efficiency"], 1.0)
+
+
+@pytest.mark.mpi(min_size=2)
+def test_an_error_on_a_subgrid_reaches_the_idle_ranks(comm):
+    # Nd=1 with 2 grid rows: the sub-grid's ranks fail alike, the others learn it from the vote
+    assert_same_error(comm, lambda: run_sweep(_cfg(precision="dxdxd"), "strong", [(1, 2)], comm=comm),
+                      ConfigError, "grid 1x2", "dxdxd")
