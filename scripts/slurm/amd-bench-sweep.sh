@@ -90,6 +90,9 @@ export FI_CXI_DEFAULT_CQ_SIZE=131072
 # CuPy's kernel cache on a filesystem every node sees (on Frontier: Orion,
 # e.g. /lustre/orion/PROJECT/scratch/$USER/cupy-cache), compiled once, reused.
 export CUPY_CACHE_DIR=${CUPY_CACHE_DIR:-$HOME/.cupy/kernel_cache}
+# Grid collectives: auto = RCCL (through cupy.cuda.nccl) when every rank has
+# its own GCD, else MPI (docs/grid.md); nccl or mpi force one.
+export FFTMATVEC_COLLECTIVES=${FFTMATVEC_COLLECTIVES:-auto}
 if [ "$DEVICE" = gpu ]; then
     # GPU-aware Cray MPICH: device buffers go to MPI directly.  mpi4py is not
     # linked with the GTL library that needs, so preload it; without it MPICH

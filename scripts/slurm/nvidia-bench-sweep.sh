@@ -69,6 +69,9 @@ export NCCL_NVLS_ENABLE=0
 # export NCCL_SOCKET_IFNAME=ib0
 # CuPy's kernel cache on a filesystem every node sees (compiled once, reused).
 export CUPY_CACHE_DIR=${CUPY_CACHE_DIR:-$HOME/.cupy/kernel_cache}
+# Grid collectives: auto = NCCL when every rank has its own GPU, else MPI
+# (docs/grid.md); nccl or mpi force one.
+export FFTMATVEC_COLLECTIVES=${FFTMATVEC_COLLECTIVES:-auto}
 # 1: hand device buffers to a CUDA-aware MPI; 0: stage through the host.
 export FFTMATVEC_CUDA_AWARE_MPI=${FFTMATVEC_CUDA_AWARE_MPI:-0}
 

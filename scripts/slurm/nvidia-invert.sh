@@ -63,6 +63,9 @@ export NCCL_NVLS_ENABLE=0
 # CuPy compiles the native kernels once and caches them: on a filesystem every
 # node sees, so the ranks of later jobs find them compiled.
 export CUPY_CACHE_DIR=${CUPY_CACHE_DIR:-$HOME/.cupy/kernel_cache}
+# Grid collectives: auto = NCCL when every rank has its own GPU, else MPI
+# (docs/grid.md); nccl or mpi force one.
+export FFTMATVEC_COLLECTIVES=${FFTMATVEC_COLLECTIVES:-auto}
 # 1: hand device buffers to a CUDA-aware MPI (Open MPI + UCX built with CUDA);
 # 0: stage the (small) messages through the host, which works with any MPI.
 export FFTMATVEC_CUDA_AWARE_MPI=${FFTMATVEC_CUDA_AWARE_MPI:-0}

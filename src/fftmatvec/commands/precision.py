@@ -85,6 +85,11 @@ def run(args: argparse.Namespace) -> int:
     if args.matrix is None and any(v is None for v in sizes):
         raise ConfigError("give --matrix DIR, or all of --Nm, --Nd and --Nt for a random operator")
     pr, pc = _grid_shape(args.grid)
+    from ..mpi import launched, size
+
+    if launched() and size() > 1:  # every rank raises the same error
+        raise ConfigError(f"fftmatvec precision runs on one process for now, not {size()} ranks: "
+                          "start it without mpiexec/srun")
     if args.matrix is not None:
         from ..io import read_matrix
 
