@@ -1,7 +1,7 @@
 """Every command shown in README.md and docs/*.md runs.
 
 The fenced ```bash and ```python blocks of each file run in order, in a
-scratch copy of the checkout (README.md, docs/, inputs/, scripts/ copied,
+scratch copy of the checkout (README.md, docs/, inputs/, scripts/, benchmarks/ copied,
 src/ linked), with ``fftmatvec`` (a shim onto this source tree), ``python``
 and ``mpiexec`` on PATH, so a command writing ``out/...`` or
 ``docs/scaling-cpu.csv`` never touches the real tree.
@@ -95,7 +95,7 @@ def _workdir(tmp: Path) -> Path:
     work = tmp / "work"
     work.mkdir()
     shutil.copy2(REPO / "README.md", work / "README.md")
-    for name in ("docs", "inputs", "scripts"):
+    for name in ("docs", "inputs", "scripts", "benchmarks"):
         shutil.copytree(REPO / name, work / name, ignore=shutil.ignore_patterns("__pycache__"))
     (work / "src").symlink_to(REPO / "src")
     return work

@@ -180,7 +180,7 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def copy_bandwidth(self, nbytes: int = 1 << 30, repeats: int = 5) -> float:
         """Measured copy bandwidth in bytes/s, counting bytes read plus written
-        (median of ``repeats`` copies of an ``nbytes`` array)."""
+        (per backend: median or best of ``repeats`` copies of an ``nbytes`` array)."""
 
     @abc.abstractmethod
     def naive_matvec(self, Fhat: Array, x: Array, adjoint: bool) -> Array:
