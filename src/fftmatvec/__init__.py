@@ -7,13 +7,20 @@ over a grid of MPI ranks, and the Bayesian inversion built on them.
 
 from .backend import get_backend
 from .errors import ConfigError, FftmatvecError, FileFormatError
+from .grid import ProcessGrid, SerialGrid
 from .operator import BTTOperator
 from .precision import ALL_CODES, parse as parse_precision
+from .replicated import ReplicatedOperator
+from .vector import DistVector
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BTTOperator",
+    "ProcessGrid",
+    "SerialGrid",
+    "DistVector",
+    "ReplicatedOperator",
     "get_backend",
     "parse_precision",
     "ALL_CODES",
