@@ -8,13 +8,9 @@ float64 and the CPU backend's one-piece product.
 import numpy as np
 import pytest
 
-cupy = pytest.importorskip("cupy")
-try:
-    _NDEV = cupy.cuda.runtime.getDeviceCount()
-except Exception:  # no driver / no device
-    _NDEV = 0
-if _NDEV < 1:
-    pytest.skip("no GPU visible to CuPy", allow_module_level=True)
+from gputools import require_gpu
+
+cupy = require_gpu()
 
 from fftmatvec import BTTOperator  # noqa: E402
 from fftmatvec.backend.cpu import CPUBackend  # noqa: E402

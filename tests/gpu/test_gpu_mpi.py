@@ -16,13 +16,10 @@ import os
 import numpy as np
 import pytest
 
-cupy = pytest.importorskip("cupy")
-try:
-    _NDEV = cupy.cuda.runtime.getDeviceCount()
-except Exception:  # no driver / no device
-    _NDEV = 0
-if _NDEV < 1:
-    pytest.skip("no GPU visible to CuPy", allow_module_level=True)
+from gputools import require_gpu
+
+cupy = require_gpu()
+_NDEV = cupy.cuda.runtime.getDeviceCount()
 
 from fftmatvec import BTTOperator  # noqa: E402
 from fftmatvec.collectives import COLLECTIVES_ENV, NCCLCollectives, collectives_mode, nccl_available  # noqa: E402
