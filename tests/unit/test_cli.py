@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 from conftest import direct_btt, direct_btt_adjoint, rel_err
 

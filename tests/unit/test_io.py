@@ -7,7 +7,6 @@ computed here, and a direct causal convolution for the C++ reference fixture.
 import os
 import re
 import zlib
-from pathlib import Path
 
 import h5py
 import numpy as np
@@ -19,25 +18,6 @@ from fftmatvec.io import (MatrixMeta, VectorInfo, atomic_path, binary_dir, block
                           write_meta, write_vector)
 
 META_8 = "15\n289\n10\nadj/vec_\n.h5\n1\n0\n1\n"
-
-
-@pytest.fixture
-def rng():
-    return np.random.default_rng(20240611)
-
-
-@pytest.fixture
-def reference_dir():
-    """The C++ reference fixture: $FFTMATVEC_FIXTURES (the folder or its parent),
-    else ../shared/fixtures/fftmatvec-reference next to the repository."""
-    env = os.environ.get("FFTMATVEC_FIXTURES")
-    repo_sibling = Path(__file__).parents[2].parent / "shared" / "fixtures"
-    for root in ([Path(env)] if env else []) + [repo_sibling]:
-        for cand in (root, root / "fftmatvec-reference"):
-            if (cand / "test_mat" / "binary" / "meta_adj").is_file():
-                return cand
-    pytest.skip("reference fixture fftmatvec-reference not found "
-                f"(set FFTMATVEC_FIXTURES or provide {repo_sibling / 'fftmatvec-reference'})")
 
 
 @pytest.fixture
