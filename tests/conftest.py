@@ -61,5 +61,19 @@ def direct_btt_adjoint(f: np.ndarray, d: np.ndarray) -> np.ndarray:
     return m
 
 
+def dense_btt(f: np.ndarray) -> np.ndarray:
+    """The dense ``(Nd*Nt, Nm*Nt)`` matrix of ``f`` (Nd, Nm, Nt) in float64:
+    block (i, j) is lower-triangular Toeplitz, entry (t, s) = f[i, j, t - s]."""
+    nd, nm, nt = f.shape
+    F = np.zeros((nd, nt, nm, nt))
+    for t in range(nt):
+        for s in range(t + 1):
+            F[:, t, :, s] = f[:, :, t - s]
+    return F.reshape(nd * nt, nm * nt)
+
+
 def rel_err(a, b) -> float:
-    return float(np.linalg.norm(np.asarray(a) - np.asarray(b)) / np.linalg.norm(np.asarray(b)))
+    """``||a - b|| / ||b||`` over all entries (real or complex host arrays; 0/0 is 0)."""
+    a, b = np.asarray(a), np.asarray(b)
+    nb = np.linalg.norm(b.ravel())
+    return float(np.linalg.norm((a - b).ravel()) / (nb if nb else 1.0))

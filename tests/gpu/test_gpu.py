@@ -6,12 +6,10 @@ in float64 for the operator, ``numpy.einsum`` for the per-frequency
 products, NumPy's FFT for the transforms.
 """
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+from conftest import rel_err
 from gputools import require_gpu
 
 cupy = require_gpu()
@@ -66,12 +64,6 @@ def dense_product(f, x, adjoint):
     return np.einsum("ijts,jsk->itk", T, x)
 
 
-def rel(a, b):
-    """||a - b|| / ||b|| (real or complex)."""
-    a, b = np.asarray(a), np.asarray(b)
-    return float(np.linalg.norm((a - b).ravel()) / np.linalg.norm(b.ravel()))
-
-
 def code_tol(code, nm, nt):
     """Error allowed for a code: at the level of its lowest-precision stage."""
     eps = EPS_S if "s" in code else EPS_D
@@ -103,11 +95,11 @@ def test_core_shapes_vs_dense_and_cpu(gpu, rng, shape, adjoint):
         apply = op_g.rmatvec if adjoint else op_g.matvec
         y = apply(x[:, :, 0])
         assert isinstance(y, np.ndarray) and y.shape == ref.shape[:2]
-        assert rel(y, ref[:, :, 0]) < 1e-12
+        assert rel_err(y, ref[:, :, 0]) < 1e-12
     y2 = (op_g.rmatvec if adjoint else op_g.matvec)(x)
-    assert rel(y2, ref) < 1e-12
+    assert rel_err(y2, ref) < 1e-12
     yc = (op_c.rmatvec if adjoint else op_c.matvec)(x)
-    assert rel(y2, yc) < 1e-12
+    assert rel_err(y2, yc) < 1e-12
 
 
 @pytest.mark.parametrize("code", ALL_CODES)
@@ -122,12 +114,12 @@ def test_all_precision_codes(gpu, rng, code):
     for adjoint, x in ((False, m), (True, d)):
         ref = dense_product(f, x[:, :, None], adjoint)[:, :, 0]
         y = op.rmatvec(x) if adjoint else op.matvec(x)
-        err = rel(y, ref)
+        err = rel_err(y, ref)
         assert err < tol, (code, adjoint, err, tol)
         if "s" in code:  # single precision really used somewhere
             assert err > 1e-11, (code, adjoint, err)
         yc = op_c.rmatvec(x) if adjoint else op_c.matvec(x)
-        assert rel(y, yc) < 2 * tol
+        assert rel_err(y, yc) < 2 * tol
 
 
 @pytest.mark.parametrize("code", ["ddddd", "dssdd", "ddssd"])
@@ -142,8 +134,8 @@ def test_batched_vs_loop(gpu, rng, code, K):
         X = rng.standard_normal((nd if adjoint else nm, nt, K))
         Y = apply(X)
         loop = np.stack([apply(X[:, :, k]) for k in range(K)], axis=2)
-        assert rel(Y, loop) < tol, (adjoint, K)
-        assert rel(Y, dense_product(f, X, adjoint)) < code_tol(code, nm, nt)
+        assert rel_err(Y, loop) < tol, (adjoint, K)
+        assert rel_err(Y, dense_product(f, X, adjoint)) < code_tol(code, nm, nt)
 
 
 @pytest.mark.parametrize("shape", [(5, 7, 6), (12, 300, 20), (40, 9, 11)], ids=lambda s: "x".join(map(str, s)))
@@ -218,7 +210,7 @@ def test_sbgemv_kernel_tails(gpu, native_gpu, rng, ta, tx, adjoint, which):
                 ref = np.einsum("fij,fik->fjk", A64.conj(), x64) if adjoint else A64 @ x64
                 got = out.get()
                 assert np.all(np.isfinite(got)), (nm, nd, K)
-                assert rel(got, ref) < tol * np.sqrt(nm if not adjoint else nd), (nm, nd, K)
+                assert rel_err(got, ref) < tol * np.sqrt(nm if not adjoint else nd), (nm, nd, K)
 
 
 @pytest.mark.parametrize("ta", [np.complex64, np.complex128], ids=["c", "z"])
@@ -237,7 +229,7 @@ def test_sbgemv_large_and_blas(gpu, native_gpu, rng, ta, adjoint, which):
         A64, x64 = A.astype(np.complex128), x.astype(np.complex128)
         ref = np.einsum("fij,fik->fjk", A64.conj(), x64) if adjoint else A64 @ x64
         tol = 1e-13 if ta == np.complex128 else 1e-5
-        assert rel(out.get(), ref) < tol, (nf, nd, nm, K)
+        assert rel_err(out.get(), ref) < tol, (nf, nd, nm, K)
 
 
 @pytest.mark.parametrize("K", [1, 2, 3, 5, 33, 130])
@@ -276,17 +268,17 @@ def test_ffts_match_numpy(layout_gpu, rng, real, K):
     out = cupy.empty((L // 2 + 1, n, K), cplx)
     gpu.rfft(cupy.asarray(x), out)
     tol = 1e-5 if real == np.float32 else 1e-13
-    assert rel(out.get(), np.fft.rfft(x, axis=0)) < tol
+    assert rel_err(out.get(), np.fft.rfft(x, axis=0)) < tol
     for src in (np.complex64, np.complex128):
         xh = np.fft.rfft(rng.standard_normal((L, n, K)), axis=0).astype(src)
         y = cupy.empty((L, n, K), real)
         gpu.irfft(cupy.asarray(xh), y)
         ref = np.fft.irfft(xh.astype(np.complex128), n=L, axis=0)
-        assert rel(y.get(), ref) < 10 * tol
+        assert rel_err(y.get(), ref) < 10 * tol
         y2 = cupy.empty((L, n, K), real)
         u = cupy.empty((n, L // 2, K), real)
         gpu.irfft_unpad(cupy.asarray(xh), y2, u)
-        assert rel(u.get(), ref[: L // 2].transpose(1, 0, 2)) < 10 * tol
+        assert rel_err(u.get(), ref[: L // 2].transpose(1, 0, 2)) < 10 * tol
 
 
 @pytest.mark.parametrize("K", [1, 2, 5])
@@ -300,11 +292,11 @@ def test_pad_rfft_fused(layout_gpu, rng, K, tin, tout):
         out = cupy.full((nt + 1, n, K), np.nan, np.result_type(tout, np.complex64))
         gpu.pad_rfft(cupy.asarray(x), x_pad, out)
         ref = np.fft.rfft(x.astype(tout).astype(np.float64), n=L, axis=1).transpose(1, 0, 2)
-        assert rel(out.get(), ref) < (1e-5 if tout == np.float32 else 1e-13)
+        assert rel_err(out.get(), ref) < (1e-5 if tout == np.float32 else 1e-13)
         # and back: fused inverse + unpad gives x again (round trip of the zero-padded series)
         y = cupy.full((n, nt, K), np.nan, tin)
         gpu.irfft_unpad(out, x_pad, y)
-        assert rel(y.get(), x) < (1e-5 if np.float32 in (tin, tout) else 1e-13)
+        assert rel_err(y.get(), x) < (1e-5 if np.float32 in (tin, tout) else 1e-13)
 
 
 @pytest.mark.parametrize("shape", [(5, 7, 6), (3, 40, 12), (17, 5, 9)], ids=lambda s: "x".join(map(str, s)))
@@ -317,10 +309,10 @@ def test_engine_all_fft_layouts(layout_gpu, rng, shape):
             x = rng.standard_normal((nd if adjoint else nm, nt, K))
             for _ in range(3):
                 y = op.rmatvec(x) if adjoint else op.matvec(x)
-                assert rel(y, dense_product(f, x, adjoint)) < 1e-12
+                assert rel_err(y, dense_product(f, x, adjoint)) < 1e-12
             timer = layout_gpu.timer()  # the separately timed stages (contract calls)
             y = (op.rmatvec if adjoint else op.matvec)(x, timer=timer)
-            assert rel(y, dense_product(f, x, adjoint)) < 1e-12
+            assert rel_err(y, dense_product(f, x, adjoint)) < 1e-12
 
 
 @pytest.mark.parametrize("layout", ["cc", "cs"])
@@ -338,7 +330,7 @@ def test_pipelined_product(rng, layout, code):
         for _ in range(4):
             x = rng.standard_normal((nd if adjoint else nm, nt))
             y = op.rmatvec(x) if adjoint else op.matvec(x)
-            assert rel(y, dense_product(f, x[:, :, None], adjoint)[:, :, 0]) < code_tol(code, nm, nt)
+            assert rel_err(y, dense_product(f, x[:, :, None], adjoint)[:, :, 0]) < code_tol(code, nm, nt)
         assert op.engine.workspace(adjoint, op.precision, 1).slot.get("graphs")
 
 
@@ -350,7 +342,7 @@ def test_naive_matvec_matches(gpu, rng):
     for adjoint in (False, True):
         x = rng.standard_normal((nd if adjoint else nm, nt, 3))
         y = gpu.naive_matvec(Fhat, cupy.asarray(x), adjoint).get()
-        assert rel(y, dense_product(f, x, adjoint)) < 1e-12
+        assert rel_err(y, dense_product(f, x, adjoint)) < 1e-12
 
 
 def test_fft_matrix_chunks_and_memory_check(gpu, rng):
@@ -375,25 +367,15 @@ def test_measurement_helpers(gpu):
     assert select_device(0) == 0
 
 
-def _reference_dir():
-    env = os.environ.get("FFTMATVEC_FIXTURES")
-    roots = ([Path(env)] if env else []) + [Path(__file__).parents[2].parent / "shared" / "fixtures"]
-    for root in roots:
-        for cand in (root, root / "fftmatvec-reference"):
-            if (cand / "test_mat" / "binary" / "meta_adj").is_file():
-                return cand
-    pytest.skip("reference fixture fftmatvec-reference not found (set FFTMATVEC_FIXTURES)")
-
-
 @pytest.mark.parametrize("name,is_p2q,vector", [("test_mat", False, "test_obs_vec_SOTI.h5"),
                                                 ("test_mat_qoi", True, "test_qoi_vec_SOTI.h5")])
 @pytest.mark.parametrize("code", ["ddddd", "dssdd"])
-def test_reference_fixture(gpu, name, is_p2q, vector, code):
+def test_reference_fixture(gpu, reference_dir, name, is_p2q, vector, code):
     from fftmatvec.io import read_vector
 
-    ref_dir = _reference_dir()
+    ref_dir = reference_dir
     op = BTTOperator.from_matrix_dir(ref_dir / name, device=gpu, precision=code)
     m, _ = read_vector(ref_dir / "test_param_vec_SOTI.h5", "param", qoi=False, expect_n=op.Nm, expect_nt=op.Nt)
     y, _ = read_vector(ref_dir / vector, "data", qoi=is_p2q, expect_n=op.Nd, expect_nt=op.Nt)
     for _ in range(3):  # eager, recorded, replayed
-        assert rel(op.matvec(m), y) < (1e-6 if code == "ddddd" else 1e-5)
+        assert rel_err(op.matvec(m), y) < (1e-6 if code == "ddddd" else 1e-5)

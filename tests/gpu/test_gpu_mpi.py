@@ -16,6 +16,7 @@ import os
 import numpy as np
 import pytest
 
+from conftest import dense_btt, rel_err
 from gputools import require_gpu
 
 cupy = require_gpu()
@@ -42,20 +43,6 @@ def shapes(size):
 def max_all(comm, v):
     vals = comm.allgather(float(v))
     return float("nan") if any(np.isnan(vals)) else max(vals)
-
-
-def rel(a, b):
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
-
-
-def dense_btt(f):
-    nd, nm, nt = f.shape
-    F = np.zeros((nd, nt, nm, nt))
-    for t in range(nt):
-        for s in range(t + 1):
-            F[:, t, :, s] = f[:, :, t - s]
-    return F.reshape(nd * nt, nm * nt)
 
 
 def nccl_expected(size):
@@ -198,10 +185,10 @@ def test_operator_on_gpu_grid_vs_cpu(comm, chunks):
             got = {"F m": op.matvec(mv), "F^T d": op.rmatvec(dv), "F^T F m": op.normal(mv)}
             for name, v in got.items():
                 full = v.gather(root=None)
-                err = max_all(comm, rel(full, refs[name]))
+                err = max_all(comm, rel_err(full, refs[name]))
                 assert err < 1e-13, (shape, grid.collectives, name, err)
                 if name in dense:
-                    assert max_all(comm, rel(full, dense[name])) < 1e-12
+                    assert max_all(comm, rel_err(full, dense[name])) < 1e-12
             # dot / norm through grid.all (host buffers: MPI fallback under NCCL)
             assert abs(mv.dot(mv) - float(np.vdot(m, m))) < 1e-9 * float(np.vdot(m, m))
             # device blocks in, device blocks out
@@ -211,7 +198,7 @@ def test_operator_on_gpu_grid_vs_cpu(comm, chunks):
             if grid.holds_data():
                 (i0, nd) = grid.row_block(Nd)
                 assert isinstance(y, cupy.ndarray)
-                e = rel(y.get(), refs["F m"][i0:i0 + nd, :, 0]) if nd else 0.0
+                e = rel_err(y.get(), refs["F m"][i0:i0 + nd, :, 0]) if nd else 0.0
             else:
                 e = 0.0
             assert max_all(comm, e) < 1e-13

@@ -19,16 +19,14 @@ Rules the tests follow:
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
 import pytest
 
+from conftest import dense_btt, rel_err  # noqa: F401  (re-exported to the MPI tests)
+
 from fftmatvec.grid import ProcessGrid
-
-FIXTURES = "fftmatvec-reference"
-
 
 # ------------------------------------------------------------------ fixtures
 
@@ -49,20 +47,6 @@ def mpi_rng(comm, request) -> np.random.Generator:
     request.node.user_properties.append(("seed", seed))
     print(f"seed={seed} (rerun with FFTMATVEC_SEED={seed})")
     return np.random.default_rng(seed)
-
-
-@pytest.fixture
-def reference_dir() -> Path:
-    """The FFTMatvec C++ reference data; skipped (on every rank) when absent."""
-    candidates = [os.environ.get("FFTMATVEC_FIXTURES"),
-                  Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"]
-    for candidate in candidates:
-        if not candidate:
-            continue
-        for path in (Path(candidate), Path(candidate) / FIXTURES):
-            if (path / "test_mat").is_dir():
-                return path
-    pytest.skip("reference fixture not found: set FFTMATVEC_FIXTURES")
 
 
 # ------------------------------------------------------------------ grids
@@ -120,28 +104,11 @@ def assert_same_error(comm, fn: Callable[[], Any], cls: type, *needles: str) -> 
 # ------------------------------------------------------------------ references
 
 
-def dense_btt(f: np.ndarray) -> np.ndarray:
-    """The dense ``(Nd*Nt, Nm*Nt)`` matrix of ``f`` (Nd, Nm, Nt) in float64:
-    block (i, j) is lower-triangular Toeplitz, entry (t, s) = f[i, j, t - s]."""
-    nd, nm, nt = f.shape
-    F = np.zeros((nd, nt, nm, nt))
-    for t in range(nt):
-        for s in range(t + 1):
-            F[:, t, :, s] = f[:, :, t - s]
-    return F.reshape(nd * nt, nm * nt)
-
-
 def apply_dense(F: np.ndarray, x: np.ndarray, n_out: int) -> np.ndarray:
     """``F @ x`` for SOTI ``x`` (n, Nt) or (n, Nt, K); result (n_out, Nt[, K])."""
     nt = x.shape[1]
     K = x.shape[2:] if x.ndim == 3 else ()
     return (F @ x.reshape(F.shape[1], -1)).reshape((n_out, nt) + K)
-
-
-def rel_err(a, b) -> float:
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    nb = np.linalg.norm(b)
-    return float(np.linalg.norm(a - b) / (nb if nb else 1.0))
 
 
 def tol(code: str) -> float:

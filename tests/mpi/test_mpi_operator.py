@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from mpitools import (apply_dense, comm, dense_btt, each_grid, max_all, mpi_rng,  # noqa: F401
-                      reference_dir, rel_err, tol)
+                      rel_err, tol)
 
 from fftmatvec import BTTOperator
 from fftmatvec.vector import DistVector

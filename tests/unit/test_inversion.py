@@ -8,6 +8,7 @@ import itertools
 
 import numpy as np
 import pytest
+from conftest import dense_btt, rel_err
 
 from fftmatvec.errors import FftmatvecError
 from fftmatvec.inversion import (
@@ -27,21 +28,11 @@ SHAPES = {"1d": (9,), "2d": (3, 4)}
 
 
 # ---------------------------------------------------------------- stand-ins
-def btt_dense(f: np.ndarray) -> np.ndarray:
-    """Dense SOTI matrix (Nd*Nt, Nm*Nt) of the causal convolution with f (Nd, Nm, Nt)."""
-    nd, nm, nt = f.shape
-    T = np.zeros((nd, nt, nm, nt))
-    for t in range(nt):
-        for s in range(t + 1):
-            T[:, t, :, s] = f[:, :, t - s]
-    return T.reshape(nd * nt, nm * nt)
-
-
 class DenseBTT:
     """Stand-in for BTTOperator: dims, dimsd, matvec/rmatvec/normal on (n, Nt[, K])."""
 
     def __init__(self, f: np.ndarray) -> None:
-        self.A = btt_dense(f)
+        self.A = dense_btt(f)
         self.dimsd, self.dims = (f.shape[0], f.shape[2]), (f.shape[1], f.shape[2])
 
     @staticmethod
@@ -120,10 +111,6 @@ def make_problem(kind: str) -> dict:
 @pytest.fixture(params=PRIORS)
 def problem(request):
     return make_problem(request.param)
-
-
-def rel(a, b):
-    return np.linalg.norm(a - b) / np.linalg.norm(b)
 
 
 # ---------------------------------------------------------------- stand-in check
@@ -208,7 +195,7 @@ def test_cg_solves_with_relative_tolerance_and_reports():
     res = cg(lambda x: (A @ x.ravel()).reshape(x.shape), b, rtol=1e-10,
              M=lambda r: r / np.diag(A).reshape(r.shape), callback=lambda *a: calls.append(a))
     x_ref = np.linalg.solve(A, b.ravel()).reshape(b.shape)
-    assert res.converged and rel(res.x, x_ref) < 1e-7
+    assert res.converged and rel_err(res.x, x_ref) < 1e-7
     assert res.residuals[-1] <= 1e-10 * res.bnorm < res.residuals[-2]
     assert len(res.residuals) == res.iterations + 1 == len(calls) + 1
     assert [c[0] for c in calls] == list(range(1, res.iterations + 1))
@@ -263,7 +250,7 @@ def test_map_matches_dense_normal_equations(problem, method):
     res = solve_map(problem["F"], problem["prior"], problem["noise"], problem["d"], method,
                     **({} if method == "cholesky-data" else {"rtol": 1e-13}))
     assert res.method == method
-    assert rel(res.m, problem["m_ref"]) < 1e-8
+    assert rel_err(res.m, problem["m_ref"]) < 1e-8
     if res.cg is not None:
         assert res.cg.converged
 
@@ -272,7 +259,7 @@ def test_map_methods_agree_and_cholesky_is_reusable(problem):
     F, prior, noise, d = (problem[k] for k in ("F", "prior", "noise", "d"))
     ms = [solve_map(F, prior, noise, d, m, **({} if m == "cholesky-data" else {"rtol": 1e-13})).m
           for m in METHODS]
-    assert rel(ms[0], ms[1]) < 1e-9 and rel(ms[0], ms[2]) < 1e-9
+    assert rel_err(ms[0], ms[1]) < 1e-9 and rel_err(ms[0], ms[2]) < 1e-9
     chol = DataSpaceCholesky(F, prior, noise, batch=4)  # 15 columns in 4 batches
     D = np.stack([d, 2 * d, -d], axis=-1)
     Mb = chol.solve(D)
@@ -340,7 +327,7 @@ def test_real_btt_operator_gives_the_same_map_and_bands():
     for method in METHODS:
         opts = {} if method == "cholesky-data" else {"rtol": 1e-13}
         m, m_d = (solve_map(op, *args, method, **opts).m for op in (F, Fd))
-        assert rel(m, m_d) < 1e-10
+        assert rel_err(m, m_d) < 1e-10
     std = qoi_forecast(P["Q"], P["m_ref"], DataSpaceCholesky(F, *args[:2])).std
     std_d = qoi_forecast(P["Q"], P["m_ref"], DataSpaceCholesky(Fd, *args[:2])).std
     np.testing.assert_allclose(std, std_d, rtol=1e-12)
