@@ -68,6 +68,11 @@ for step in "$@"; do
         > "$OUT/probe.log" 2>&1
       echo "probe rc=$?"
       python3 benchmarks/gpu_summary.py "$OUT/h200-probe.jsonl" ;;
+    profile)  # fused vs cuFFT transforms, device time per kernel, host time of the operator
+      timeout ${PROFILE_TIMEOUT:-240} python3 benchmarks/gpu_probe.py --parts ${PROFILE_PARTS:-fft,kernels,host} \
+        --out "$OUT/h200-profile.jsonl" > "$OUT/profile.log" 2>&1
+      echo "profile rc=$?"; python3 benchmarks/gpu_summary.py "$OUT/h200-profile.jsonl"
+      grep -a -A16 "Ordered by" "$OUT/profile.log" | head -60 ;;
     probe-graph)
       timeout 240 python3 benchmarks/gpu_probe.py --parts engine,pipeline,k16 --out "$OUT/h200-probe-graph.jsonl" \
         > "$OUT/probe.log" 2>&1

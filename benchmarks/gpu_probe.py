@@ -10,6 +10,9 @@ responses), so that the big size costs seconds, not minutes.  Times
   thread block) forward and adjoint, at the target sizes,
 * the whole local product (``LocalBTT.apply``) eager and replayed,
 * the naive CuPy pipeline, and K = 16 right-hand sides (native vs cuBLAS),
+* the device time of every kernel of the replayed product (PyTorch's
+  profiler, which records all kernels of the process through CUPTI), and
+* the host time of ``BTTOperator.matvec`` at the fixture size (cProfile),
 
 and prints one JSON object per measurement.
 """
@@ -28,7 +31,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--parts", default="small,mid,variants,engine,pipeline,k16")
+    ap.add_argument("--parts", default="small,mid,variants,engine,k16,kernels,host")
     args = ap.parse_args(argv)
     parts = set(args.parts.split(","))
 
@@ -147,7 +150,7 @@ def main(argv=None) -> int:
             x_pad = cp.zeros((2 * Nt, n, K), real)
             xh = cp.empty((Nf, n, K), np.result_type(real, np.complex64))
             y = cp.empty((n, Nt, K), real)
-            for r2c, c2r in (("cs", "sc"), ("cc", "cc"), ("ss", "ss")):
+            for r2c, c2r in (("fused", "fused"), ("cs", "sc"), ("cc", "cc"), ("ss", "ss")):
                 be.fft_layout = {"r2c": r2c, "c2r": c2r}
                 t1 = timeit(lambda: be.pad_rfft(x, x_pad, xh), reps=10)
                 yh = cp.empty_like(xh)
@@ -156,7 +159,31 @@ def main(argv=None) -> int:
                 ideal = (x.nbytes + x.nbytes * 2 + xh.nbytes) / bw
                 emit(what="fft", n=n, K=K, real=str(np.dtype(real)), layout=f"{r2c}/{c2r}", pad_rfft_s=t1,
                      irfft_unpad_s=t2 - t3, ideal_pad_rfft_s=ideal)
-            be.fft_layout = {"r2c": "auto", "c2r": "sc"}
+            be.fft_layout = {"r2c": "fused", "c2r": "fused"}
+
+    def part_fft_variants():
+        """Fused transforms: series per block (through the shared-memory target) and threads per block."""
+        for n, K, real, nt in ((Nm, 1, np.float64, Nt), (Nm, 1, np.float32, Nt), (1000, 1, np.float64, 500),
+                               (Nm, 16, np.float64, Nt)):
+            x = cp.random.standard_normal((n, nt, K)).astype(real)
+            x_pad = cp.zeros((2 * nt, n, K), real)
+            xh = cp.empty((nt + 1, n, K), np.result_type(real, np.complex64))
+            y = cp.empty((n, nt, K), real)
+            yh = cp.empty_like(xh)
+            ideal = (x.nbytes + xh.nbytes) / bw
+            for smem_kb in (32, 64, 128):
+                for threads in (None, 256):
+                    be.fused_smem_target, be.fused_threads = smem_kb << 10, threads
+                    be._fused.clear()
+                    t1 = timeit(lambda: be.pad_rfft(x, x_pad, xh), reps=10)
+                    t2 = timeit(lambda: be.irfft_unpad(yh, x_pad, y), reps=10)
+                    S = be._fused_config(nt, np.dtype(xh.dtype), n * K, K)[0]
+                    emit(what="fftvar", n=n, K=K, nt=nt, real=str(np.dtype(real)), smem_kb=smem_kb,
+                         threads=threads, S=S, pad_rfft_us=round(t1 * 1e6, 1), irfft_unpad_us=round(t2 * 1e6, 1),
+                         ideal_us=round(ideal * 1e6, 1))
+            del x, x_pad, xh, y, yh
+        be.fused_smem_target, be.fused_threads = 64 << 10, None
+        be._fused.clear()
 
     def part_mid_variants():
         nf, nd, nm = 501, 50, 1000
@@ -230,29 +257,15 @@ def main(argv=None) -> int:
                                 ("sssss", False), ("sssss", True)], 1, "big")
 
     def part_pipeline():
-        eng = get_big()
-        for layout in ("cc", "cs"):
-            be.fft_layout = {"r2c": layout, "c2r": "sc"}
+        """The two-stream product (fused transforms beside the product) by number of column chunks."""
+        sizes = (("big", get_big()), ("mid", engine(50, 1000, 500, (C128, C64))))
+        for label, eng in sizes:
             for C in (1, 2, 4, 8):
                 be.pipeline_chunks = C
                 eng._workspaces.clear()
                 engine_runs(eng, [("ddddd", False), ("ddddd", True), ("dssdd", False), ("ddssd", True)], 1,
-                            f"big-{layout}-C{C}", naive=False, stages=False)
-        be.fft_layout = {"r2c": "auto", "c2r": "sc"}
-        be.pipeline_chunks = 8
-        be.adj_flat = False
-        eng._workspaces.clear()
-        be._launch.clear()
-        engine_runs(eng, [("ddddd", True), ("ddssd", True)], 1, "big-C8-blocked", naive=False, stages=False)
-        be.adj_flat = True
-        be._launch.clear()
-        be.pipeline_chunks = None
-        mid = engine(50, 1000, 500, (C128, C64))
-        for C in (1, 2, 4):
-            be.pipeline_chunks = C
-            mid._workspaces.clear()
-            engine_runs(mid, [("ddddd", False), ("ddddd", True), ("dssdd", False), ("ddssd", True)], 1,
-                        f"mid-C{C}", naive=False, stages=False)
+                            f"{label}-C{C}", naive=False, stages=False)
+            eng._workspaces.clear()
         be.pipeline_chunks = None
 
     def part_chunks():
@@ -291,7 +304,7 @@ def main(argv=None) -> int:
             eng._workspaces.clear()
             engine_runs(eng, [("ddddd", False), ("ddddd", True), ("dssdd", False), ("ddssd", True)], 1,
                         f"mid-graph{int(gmax > 0)}", naive=(gmax > 0))
-        be.graph_max_bytes = 1 << 30
+        be.graph_max_bytes = 1 << 62
 
     def part_small():
         rng = np.random.default_rng(0)
@@ -316,7 +329,7 @@ def main(argv=None) -> int:
                 emit(what="small", code=code, adjoint=adjoint, graph_allowed=gmax > 0,
                      per_call_back_to_back_s=t_loop, per_call_events_s=t_sync, per_call_wall_sync_s=t_wall,
                      recorded=bool(ws.slot.get("graphs")), slot_error=ws.slot.get("error"))
-        be.graph_max_bytes = 1 << 30
+        be.graph_max_bytes = 1 << 62
         from fftmatvec import BTTOperator
 
         f = rng.standard_normal((15, 289, 10))
@@ -324,9 +337,83 @@ def main(argv=None) -> int:
         m = cp.asarray(rng.standard_normal((289, 10)))
         emit(what="small-operator", per_call_events_s=timeit(lambda: op.matvec(m), reps=200))
 
+    def part_kernels():
+        """Device time per kernel of the untimed (fused, replayed) product."""
+        try:
+            from torch.profiler import ProfilerActivity, profile
+        except ImportError:
+            emit(what="kernels", error="no torch")
+            return
+        sizes = [("small", engine(15, 289, 10, (C128, C64)), 1), ("mid", engine(50, 1000, 500, (C128, C64)), 1),
+                 ("big", get_big(), 1), ("big", get_big(), 16)]
+        for label, eng, K in sizes:
+            eng._workspaces.clear()
+            codes = [("ddddd", False), ("ddddd", True), ("dssdd", False), ("ddssd", True)]
+            for code, adjoint in codes[: 2 if K > 1 else 4]:
+                prec = parse(code)
+                x = cp.random.standard_normal((eng.nd if adjoint else eng.nm, eng.Nt, K)).astype(prec.pad)
+                for _ in range(3):
+                    eng.apply(x, prec, adjoint=adjoint)
+                be.synchronize()
+                n = 20
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    for _ in range(n):
+                        eng.apply(x, prec, adjoint=adjoint)
+                    be.synchronize()
+                per = {}
+                for ev in prof.key_averages():
+                    t = getattr(ev, "device_time_total", None)
+                    t = ev.cuda_time_total if t is None else t
+                    if t > 0:
+                        per[ev.key[:90]] = round(t / n, 2)  # microseconds per product
+                floor = eng.Fhat[prec.sbgemv].nbytes / bw * 1e6
+                emit(what="kernels", size=label, K=K, code=code, adjoint=adjoint, floor_us=round(floor, 2),
+                     total_us=round(sum(per.values()), 2), per_product_us=per)
+            eng._workspaces.clear()
+
+    def part_host():
+        """Host time of the operator's products at the fixture size: latency
+        (each waited for), back to back, and a cProfile of the calls."""
+        import cProfile
+        import io
+        import pstats
+
+        from fftmatvec import BTTOperator
+
+        rng = np.random.default_rng(0)
+        f = rng.standard_normal((15, 289, 10))
+        op = BTTOperator(f, device=be)
+        m = cp.asarray(rng.standard_normal((289, 10)))
+        d = cp.asarray(rng.standard_normal((15, 10)))
+        for name, fn in (("matvec", lambda: op.matvec(m)), ("rmatvec", lambda: op.rmatvec(d))):
+            for _ in range(5):
+                fn()
+            be.synchronize()
+            n = 2000
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+                be.synchronize()
+            lat = (time.perf_counter() - t0) / n
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            be.synchronize()
+            b2b = (time.perf_counter() - t0) / n
+            prof = cProfile.Profile()
+            prof.enable()
+            for _ in range(n):
+                fn()
+            be.synchronize()
+            prof.disable()
+            text = io.StringIO()
+            pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(14)
+            emit(what="host", call=name, latency_us=round(lat * 1e6, 2), back_to_back_us=round(b2b * 1e6, 2))
+            print(text.getvalue()[-3500:], flush=True)
+
     for name, fn in (("small", part_small), ("mid", part_mid), ("midvar", part_mid_variants),
-                     ("fft", part_fft), ("variants", part_variants), ("engine", part_engine),
-                     ("kgemm", part_kgemm), ("pipeline", part_pipeline), ("k16", part_k16),
+                     ("fft", part_fft), ("fftvar", part_fft_variants), ("variants", part_variants), ("engine", part_engine),
+                     ("kgemm", part_kgemm), ("pipeline", part_pipeline), ("k16", part_k16), ("kernels", part_kernels), ("host", part_host),
                      ("chunks", part_chunks)):
         if name in parts:
             guarded(name, fn)

@@ -37,12 +37,22 @@ def main(path):
                   + (f" ERR {r['slot_error'][:80]}" if r.get("slot_error") else ""))
         elif w == "small-operator":
             print(f"small operator.matvec {fmt_us(r['per_call_events_s'])} us")
+        elif w == "kernels":
+            top = sorted(r.get("per_product_us", {}).items(), key=lambda kv: -kv[1])[:5]
+            print(f"kernels {r['size']:5s} K={r['K']:<2d} {r['code']} {'FT' if r['adjoint'] else 'F '} total "
+                  f"{r.get('total_us', 0):8.1f} us (floor {r.get('floor_us', 0):8.1f}): "
+                  + "; ".join(f"{k[:40]} {v:.1f}" for k, v in top))
+        elif w == "fftvar":
+            print(f"fftvar n={r['n']} K={r['K']} Nt={r['nt']} {r['real']} smem={r['smem_kb']}KB T={r['threads']} "
+                  f"S={r['S']}: pad_rfft {r['pad_rfft_us']} irfft_unpad {r['irfft_unpad_us']} (ideal {r['ideal_us']})")
+        elif w == "host":
+            print(f"host {r['call']}: latency {r['latency_us']} us, back to back {r['back_to_back_us']} us")
         elif w == "error":
             print(f"ERROR in {r['part']}:\n{r['traceback'][-1500:]}")
         elif "time_s" in r and "floor_ratio" in r:  # fftmatvec bench --json
             print(f"bench Nm={r['Nm']} Nd={r['Nd']} Nt={r['Nt']} K={r['nrhs']} {r['precision']} "
                   f"{'FT' if r['adjoint'] else 'F '} {fmt_us(r['time_s'])} us x{r['floor_ratio']:.3f} "
-                  f"per-vec {fmt_us(r['time_per_vector_s'])} naive {fmt_us(r.get('naive_time_s'))} "
+                  f"b2b {fmt_us(r.get('back_to_back_s'))} per-vec {fmt_us(r['time_per_vector_s'])} naive {fmt_us(r.get('naive_time_s'))} "
                   f"err {r.get('rel_error', '-')}")
         else:
             print(json.dumps(r)[:200])

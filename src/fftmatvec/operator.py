@@ -17,6 +17,7 @@ from .backend import Backend, get_backend
 from .btt import LocalBTT, _no_timer
 from .errors import ConfigError, FftmatvecError, collective
 from .grid import SerialGrid
+from .vector import DistVector
 
 Array = Any
 
@@ -82,6 +83,7 @@ class BTTOperator:
         reduce_chunks: int | None = None,
     ) -> None:
         self.grid = grid if grid is not None else SerialGrid()
+        self._one_process = isinstance(self.grid, SerialGrid)  # products skip votes and collectives
         if reduce_chunks is None:
             reduce_chunks = os.environ.get("FFTMATVEC_REDUCE_CHUNKS", "1")
         try:
@@ -211,6 +213,8 @@ class BTTOperator:
         ``I_r`` on grid column 0, ``(0, Nt[, K])`` elsewhere), or a
         data-space DistVector.
         """
+        if self._one_process and timer is _no_timer and not isinstance(m, DistVector):
+            return self._local_product(m, adjoint=False)
         prec = self.precision
         x, finish = self._prepare(m, "param", prec, "F m")
         with self._comm_timer(timer)("bcast"):
@@ -241,6 +245,8 @@ class BTTOperator:
         float64 (under a grid: block ``J_c`` on grid row 0, empty elsewhere),
         or a parameter-space DistVector.
         """
+        if self._one_process and timer is _no_timer and not isinstance(d, DistVector):
+            return self._local_product(d, adjoint=True)
         prec = self.adjoint_precision
         x, finish = self._prepare(d, "data", prec, "F^T d")
         with self._comm_timer(timer)("bcast"):
@@ -290,8 +296,6 @@ class BTTOperator:
         out_space)``, which turns the reduced result (None on ranks that do
         not hold ``out_space``) into the caller's form.
         """
-        from .vector import DistVector
-
         be, grid = self.backend, self.grid
         n = self.Nm if space == "param" else self.Nd
         _, n_local = grid.block(space, n)
@@ -305,18 +309,8 @@ class BTTOperator:
         native = v is None or be.is_native(v)
         with collective(_comm(grid), f"checking the input of {what}") as vote:
             if holder:
-                if v is None:
-                    raise ConfigError(f"{what}: this rank holds input blocks but got None")
-                v = v if be.is_native(v) else np.asarray(v)
-                expected = (n_local, self.Nt)
-                if v.ndim not in (2, 3) or v.shape[:2] != expected:
-                    raise ConfigError(f"input must have shape {expected} or {expected + ('K',)}, got {v.shape}")
-                # The check costs a device synchronisation, so a device array in
-                # one process skips it (NaN then simply propagates to the result);
-                # on a grid it must run before the first collective.
-                on_host = not be.is_native(v) or be.xp is np
-                if (on_host or grid.size > 1) and not bool((np if on_host else be.xp).isfinite(v).all()):
-                    raise FftmatvecError("input vector contains NaN or Inf")
+                # on a grid the check of device data must run before the first collective
+                v = self._checked(v, n_local, what, check_device=grid.size > 1)
                 vote.share((v.shape[2] if v.ndim == 3 else None,))
         shared = vote.agreed(f"the batch size K of the input of {what}")
         K = shared[0] if shared is not None else None  # None: no rank holds blocks (n == 0)
@@ -329,8 +323,7 @@ class BTTOperator:
         def finish(y: Array | None, out_space: str) -> Array:
             n_out = self.Nm if out_space == "param" else self.Nd
             if grid.holds(out_space):
-                y = y if batched else y[:, :, 0]
-                out = y.astype(np.float64) if native else be.to_host(y).astype(np.float64)
+                out = self._result(y, batched, native)
             else:
                 xp = be.xp if native else np
                 out = xp.empty((0, self.Nt) + ((K,) if batched else ()), dtype=np.float64)
@@ -339,6 +332,46 @@ class BTTOperator:
             return out
 
         return x, finish
+
+    def _checked(self, v: Array, n_local: int, what: str, check_device: bool) -> Array:
+        """An input block as an array of this backend or NumPy, its shape
+        ``(n_local, Nt[, K])`` checked, and NaN/Inf checked on host data (and on
+        device data with ``check_device``: that costs a synchronisation, so a
+        device array in one process skips it and NaN propagates to the result)."""
+        if v is None:
+            raise ConfigError(f"{what}: this rank holds input blocks but got None")
+        be = self.backend
+        native = be.is_native(v)
+        v = v if native else np.asarray(v)
+        expected = (n_local, self.Nt)
+        if v.ndim not in (2, 3) or v.shape[:2] != expected:
+            raise ConfigError(f"input must have shape {expected} or {expected + ('K',)}, got {v.shape}")
+        on_host = not native or be.xp is np
+        if (on_host or check_device) and not bool((np if on_host else be.xp).isfinite(v).all()):
+            raise FftmatvecError("input vector contains NaN or Inf")
+        return v
+
+    def _result(self, y: Array, batched: bool, native: bool) -> Array:
+        """The caller's float64 copy of an engine result ``y`` (n, Nt, K) (a
+        workspace buffer): ``(n, Nt)`` unless ``batched``, on the device when
+        the input was a device array, else on the host."""
+        shape = y.shape if batched else y.shape[:2]
+        if native:
+            return self.backend.copy_as(y, np.float64, shape)
+        return self.backend.to_host(y).astype(np.float64).reshape(shape)
+
+    def _local_product(self, v: Array, adjoint: bool) -> Array:
+        """``F v`` or ``F^T v`` in one process, with the checks of the grid path
+        and none of its votes, broadcasts or reductions (the latency of small
+        products is mostly this host-side work)."""
+        prec = self.adjoint_precision if adjoint else self.precision
+        v = self._checked(v, self.Nd if adjoint else self.Nm, "F^T d" if adjoint else "F m", check_device=False)
+        native = self.backend.is_native(v)
+        batched = v.ndim == 3
+        x = v if batched else v.reshape(v.shape + (1,))
+        if not native or x.dtype != prec.pad or not x.flags.c_contiguous:
+            x = self.backend.xp.ascontiguousarray(self.backend.asarray(x, dtype=prec.pad))
+        return self._result(self.engine.apply(x, prec, adjoint=adjoint), batched, native)
 
     # -- views ---------------------------------------------------------------
     def aslinearoperator(self):

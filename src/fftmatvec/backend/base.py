@@ -44,6 +44,11 @@ class Backend(abc.ABC):
         """``a`` on this backend's device (no copy when already there)."""
         return self.xp.asarray(a, dtype=dtype)
 
+    def copy_as(self, a: Array, dtype: Any, shape: tuple[int, ...] | None = None) -> Array:
+        """A new C-contiguous array holding ``a``'s values cast to ``dtype``,
+        reshaped to ``shape`` (same size; default ``a.shape``)."""
+        return a.astype(dtype).reshape(a.shape if shape is None else shape)
+
     @abc.abstractmethod
     def to_host(self, a: Array) -> np.ndarray:
         """``a`` as a NumPy array."""

@@ -4,12 +4,14 @@ the per-frequency products and the layout changes, CUDA graphs for replay.
 Layouts and scaling are those of :mod:`fftmatvec.backend.base`.  How each
 stage runs (choices measured on an H200, see benchmarks/results/h200-*.jsonl):
 
-* transforms: cuFFT on batches of *contiguous* series (its strided axis-0
-  mode was 2-5x slower), with native kernels for the layout changes, fused
-  with the zero padding, the casts and the ``1/L``: ``pad_rfft`` pads
-  series-major (zero tails written once), transforms, and transposes to the
-  frequency-major ``(Nf, n, K)``; ``irfft_unpad`` transforms straight from
-  frequency-major input into series-major scratch and unpads with the scale;
+* transforms of the product (``pad_rfft``, ``irfft_unpad``): one native
+  kernel each (``native/fft.cu``) that pads, casts, transforms in shared
+  memory and writes the other layout, so each reads its input once and
+  writes its output once, for every ``Nt`` whose prime factors are 2, 3, 5
+  and 7 (:func:`fft_radices`); other lengths, and the separately timed
+  stages, use cuFFT on batches of *contiguous* series (its strided axis-0
+  mode was 2-5x slower) with native kernels for the padding, the layout
+  changes and the ``1/L``;
 * ``sbgemv`` reads ``Fhat`` in place, once, with 16-byte streaming loads
   (``native/sbgemv.cu``), the input's cast fused into the load; several
   right-hand sides in the same kernels up to :attr:`GPUBackend.blas_min_k`,
@@ -85,6 +87,34 @@ def _pow2_at_least(n: int) -> int:
     return p
 
 
+def fft_radices(M: int) -> list[int] | None:
+    """Radices of the fused transform's complex FFT of length ``M`` (the
+    real length is ``2 M``): powers of two in 8s, then 4 and 2, and the odd
+    primes 3, 5 and 7, applied smallest first (the first pass stores with a
+    stride of the radix, so small first means fewer shared-memory bank
+    conflicts); None when ``M`` has a prime factor above 7 (cuFFT then)."""
+    radices = []
+    for r in (8, 4, 2, 5, 3, 7):
+        while M % r == 0:
+            radices.append(r)
+            M //= r
+    return sorted(radices) if M == 1 else None
+
+
+def pass_twiddles(radices: list[int]) -> np.ndarray:
+    """The Stockham passes' twiddles in float64, in the order native/fft.cu
+    reads them: pass by pass (``NS`` the product of the earlier radices, ``R``
+    the pass's radix), ``exp(-2 pi i k r / (NS R))`` for ``k < NS`` and
+    ``1 <= r < R``, ``r`` fastest (``M - 1`` values; one unused value for ``M = 1``)."""
+    parts = [np.ones(1, np.complex128)] if not radices else []
+    NS = 1
+    for R in radices:
+        k, r = np.arange(NS)[:, None], np.arange(1, R)[None, :]
+        parts.append(np.exp(-2j * np.pi * k * r / (NS * R)).ravel())
+        NS *= R
+    return np.concatenate(parts)
+
+
 class _Recording:
     """A recorded CUDA graph; :meth:`replay` launches it on the current stream."""
 
@@ -142,14 +172,22 @@ class GPUBackend(Backend):
         self.blas_min_k = {(c64, False): 5, (c64, True): 9, (c128, False): 3, (c128, True): 9}
         self.real_gemm = {np.dtype(np.complex64): False, np.dtype(np.complex128): False}
         self.fwd_splits: int | None = None  # column splits of the forward kernel (None: automatic)
-        self.pipeline_chunks: int | None = None  # column chunks of the pipelined product (None: automatic)
-        self._side_stream = None
-        self._events: list = []
         self.adj_flat = True  # balanced adjoint kernel for one right-hand side
         self.graph_max_bytes = int(os.environ.get("FFTMATVEC_GRAPH_MAX_BYTES", 1 << 62))
         self.max_graphs = 4
-        # "auto": "cs" for small transforms (one launch fewer), "cc" for large ones (measured faster)
-        self.fft_layout = {"r2c": os.environ.get("FFTMATVEC_R2C", "auto"), "c2r": os.environ.get("FFTMATVEC_C2R", "sc")}
+        # "fused": native/fft.cu where the length allows it, else cuFFT in the "auto"/"sc" layouts;
+        # "auto": cuFFT, "cs" for small transforms (one launch fewer), "cc" for large ones (measured faster)
+        self.fft_layout = {"r2c": os.environ.get("FFTMATVEC_R2C", "fused"),
+                           "c2r": os.environ.get("FFTMATVEC_C2R", "fused")}
+        self.fused_smem_target = 64 << 10  # shared memory per block of a fused transform (bytes)
+        self.fused_threads: int | None = None  # threads per block of a fused transform (None: by size)
+        # column chunks of the pipelined product (one right-hand side, fused transforms): None chooses
+        # pipeline_default for Fhat of at least pipeline_min_bytes, else one chunk (no pipeline)
+        self.pipeline_chunks: int | None = None
+        self.pipeline_default, self.pipeline_min_bytes = 4, 1 << 30
+        self._side_stream = None
+        self._events: list = []
+        self._fused: dict[tuple, Any] = {}
         self._plans: dict[tuple, Any] = {}
         self._launch: dict[tuple, tuple] = {}
         self._scratch: dict[tuple, Array] = {}
@@ -158,6 +196,18 @@ class GPUBackend(Backend):
     # -- arrays ----------------------------------------------------------
     def to_host(self, a: Array) -> np.ndarray:
         return self._cupy.asnumpy(a)
+
+    def copy_as(self, a: Array, dtype: Any, shape: tuple[int, ...] | None = None) -> Array:
+        """As the base class; a contiguous array of the same dtype is copied
+        with one ``cudaMemcpyAsync`` (a few microseconds less host time than
+        an elementwise kernel, which counts for small products)."""
+        shape = a.shape if shape is None else shape
+        if np.dtype(dtype) != a.dtype or not a.flags.c_contiguous:
+            return a.astype(dtype).reshape(shape)
+        out = self._cupy.empty(shape, dtype)
+        if a.nbytes:
+            out.data.copy_from_device_async(a.data, a.nbytes)
+        return out
 
     def synchronize(self) -> None:
         self._cupy.cuda.Device(self.device_id).synchronize()
@@ -370,7 +420,7 @@ class GPUBackend(Backend):
 
     def _r2c_layout(self, B: int, L: int) -> str:
         mode = self.fft_layout["r2c"]
-        if mode == "auto":
+        if mode in ("auto", "fused"):
             mode = "cs" if B * L < (1 << 22) else "cc"
         return mode
 
@@ -439,7 +489,7 @@ class GPUBackend(Backend):
         nf = L // 2 + 1
         want = _R2C[np.dtype(S.dtype)]
         mode = self.fft_layout["c2r"]
-        if mode == "sc":
+        if mode in ("sc", "fused"):
             src = x_hat
             if x_hat.dtype != want or not x_hat.flags.c_contiguous:
                 src = self._buffer(x_hat.shape, want, "irfft-in")
@@ -494,7 +544,8 @@ class GPUBackend(Backend):
         self._btranspose(S, out.reshape(L, B), B, L, L, B, scale=1.0 / L)
 
     def pad_rfft(self, x: Array, x_pad: Array, out: Array) -> None:
-        """Stages 1-2 fused: ``x`` (n, Nt, K) padded into a series-major scratch
+        """Stages 1-2 fused: one native kernel (``native/fft.cu``) where ``Nt``
+        allows it; else ``x`` (n, Nt, K) padded into a series-major scratch
         (zero tails made once), one contiguous cuFFT, frequency-major ``out``.
         ``x_pad`` is not used (left as it was)."""
         n, nt, K = x.shape
@@ -508,12 +559,16 @@ class GPUBackend(Backend):
         if not x.flags.c_contiguous:
             x = self._cupy.ascontiguousarray(x)
         self._contiguous(out, "pad_rfft output")
+        if self.fft_layout["r2c"] == "fused" and self._fused_transform("rfft_pad", x, out, _R2C[np.dtype(x_pad.dtype)],
+                                                                       n * K, K, nt, None):
+            return
         P = self._zeros_buffer((n * K, L), x_pad.dtype, "series-pad")
         self._series_pad(x, P)
         self._r2c_series(P, out.reshape(L // 2 + 1, n * K))
 
     def irfft_unpad(self, x_hat: Array, x_pad: Array, out: Array) -> None:
-        """Stages 4-5 fused: one cuFFT into series-major scratch (``x_pad``'s
+        """Stages 4-5 fused: one native kernel (``native/fft.cu``) where ``Nt``
+        allows it; else one cuFFT into series-major scratch (``x_pad``'s
         memory), then one unpad pass that applies ``1/L`` and the cast.
         ``x_pad`` and ``x_hat`` are left as scratch."""
         n, nt, K = out.shape
@@ -521,6 +576,10 @@ class GPUBackend(Backend):
         if x_hat.shape != (L // 2 + 1, n, K) or x_pad.shape != (L, n, K):
             raise ValueError(f"irfft_unpad: x_hat {x_hat.shape}, x_pad {x_pad.shape}, out {out.shape} do not fit")
         self._contiguous(x_pad, "irfft_unpad work space")
+        if (self.fft_layout["c2r"] == "fused" and out.flags.c_contiguous and x_hat.flags.c_contiguous
+                and self._fused_transform("irfft_unpad", x_hat, out, _R2C[np.dtype(x_pad.dtype)], n * K, K, nt,
+                                          1.0 / L)):
+            return
         if self.fft_layout["c2r"] == "ss":
             self.irfft(x_hat, x_pad)
             self._unpad(x_pad, out, 1.0)
@@ -534,97 +593,126 @@ class GPUBackend(Backend):
             return
         self._series_unpad(S, out, 1.0 / L)
 
-    # -- the whole local product, pipelined --------------------------------
+    def _fused_config(self, M: int, ctype: np.dtype, B: int, K: int) -> tuple | None:
+        """Launch set-up of the fused transforms (native/fft.cu) for length
+        ``2 M`` in complex ``ctype`` over ``B = n K`` series, or None when
+        ``M`` is not supported (a prime factor above 7, or one series does not
+        fit in shared memory).  Twiddle tables are computed in float64 and
+        rounded once."""
+        key = (M, ctype, B, K)
+        if key in self._fused:
+            return self._fused[key]
+        cfg = None
+        radices = fft_radices(M)
+        per_series = 2 * (M + 1) * ctype.itemsize  # two ping-pong buffers
+        limit = int(self._cupy.cuda.Device(self.device_id).attributes.get("MaxSharedMemoryPerBlockOptin", 48 << 10))
+        if radices is not None and per_series <= limit:
+            # series per block: a power of two (dividing K when K > 1: the block's series then share one
+            # parameter), within the shared-memory target, no more than the blocks of the grid need
+            S = 1
+            while (2 * S * per_series <= max(self.fused_smem_target, per_series) and 2 * S <= 64
+                   and S < -(-B // self.sm_count) and (K == 1 or K % (2 * S) == 0)):
+                S *= 2
+            threads = self.fused_threads or int(min(512, max(32, 32 * -(-(S * M) // 64))))
+            twp = self._cupy.asarray(pass_twiddles(radices).astype(ctype))
+            twl = self._cupy.asarray(np.exp(-1j * np.pi * np.arange(M + 1) / M).astype(ctype))  # L = 2 M
+            cfg = (S, threads, S * per_series, twp, twl, tuple(radices))
+        self._fused[key] = cfg
+        return cfg
+
+    def _fused_transform(self, which: str, src: Array, dst: Array, ctype: np.dtype, B: int, K: int, M: int,
+                         scale: float | None, ldx: int | None = None) -> bool:
+        """Run ``which`` ("rfft_pad" or "irfft_unpad", native/fft.cu) from ``src``
+        to ``dst``; False (nothing done) when the length is not supported.
+        ``ldx`` (default ``B``): row length of the frequency-major side, whose
+        first ``B`` columns are transformed (``src``/``dst`` start at them)."""
+        cfg = self._fused_config(M, np.dtype(ctype), B, K)
+        if cfg is None or B == 0:
+            return cfg is not None
+        S, threads, smem, twp, twl, radices = cfg
+        fn = kernels.kernel("fft.cu", which, src.dtype, ctype, dst.dtype, S.bit_length() - 1, threads, M, *radices)
+        if smem > 48 << 10 and fn.max_dynamic_shared_size_bytes < smem:
+            fn.max_dynamic_shared_size_bytes = smem
+        args = [src, dst, twp, twl, np.int32(B), np.int32(K), np.int32(B if ldx is None else ldx)]
+        if scale is not None:
+            args.append(_C2R[np.dtype(ctype)].type(scale))
+        fn((-(-B // S),), (threads,), tuple(args), shared_mem=smem)
+        return True
+
+    # -- the whole local product, pipelined ---------------------------------
     def _side(self):
         if self._side_stream is None:
             self._side_stream = self._cupy.cuda.Stream(non_blocking=True)
-            self._events = [self._cupy.cuda.Event(disable_timing=True) for _ in range(130)]
+            self._events = [self._cupy.cuda.Event(disable_timing=True) for _ in range(66)]
         return self._side_stream
 
-    def _chunk_bounds(self, Fhat: Array, K: int) -> list[tuple[int, int]]:
+    def _chunk_bounds(self, Fhat: Array, K: int, M: int, real: np.dtype) -> list[tuple[int, int]]:
+        """Column ranges of the pipelined product; one range when it does not apply."""
         nf, nd, nm = Fhat.shape
         C = self.pipeline_chunks
-        if C is None:  # auto: only where the transforms are worth hiding
-            # measured on an H200: overlapping the transforms with the product on two
-            # streams was slower (the transforms hold multiprocessors), so off by default
-            C = 1
-        C = max(1, min(int(C), 64, nm // 64))
-        if C == 1:
+        if C is None:
+            C = self.pipeline_default if Fhat.nbytes >= self.pipeline_min_bytes else 1
+        C = max(1, min(int(C), 64, nm // 2))
+        if (C == 1 or K != 1 or self.fft_layout["r2c"] != "fused" or self.fft_layout["c2r"] != "fused"
+                or self._fused_config(M, _R2C[np.dtype(real)], -(-nm // C), 1) is None):
             return [(0, nm)]
         step = -(-nm // C)
-        step += step % 2
+        step += step % 2  # even: keeps the product's 16-byte column loads aligned
         return [(j0, min(nm, j0 + step)) for j0 in range(0, nm, step)]
 
     def local_product(self, Fhat, x, x_pad, x_hat, y_hat, y_pad, y, adjoint) -> None:
-        """All five stages.  For large ``Fhat`` and one right-hand side the
-        columns of ``Fhat`` (the big side's series) are cut into chunks: the
-        transforms of chunk c+1 run on a side stream while the product of
-        chunk c reads ``Fhat`` (forward), or the inverse transforms of chunk c
-        run while the product of chunk c+1 does (adjoint).  The result is the
-        same as the sequential stages (the forward sums its chunks in order)."""
-        K = x.shape[2]
-        ta = np.dtype(Fhat.dtype)
-        bounds = self._chunk_bounds(Fhat, K)
-        if (len(bounds) == 1 or K >= self.blas_min_k[(ta, bool(adjoint))] or self.fft_layout["r2c"] == "ss"
-                or self.fft_layout["c2r"] != "sc"):
+        """All five stages.  With one right-hand side and a large ``Fhat`` the
+        columns of ``Fhat`` (the parameter side) are cut into chunks and the
+        transforms of the parameter series run on a second stream beside the
+        product: forward, the transform of chunk c+1 while the product reads
+        chunk c (partial sums added in order at the end); adjoint, the inverse
+        transform of chunk c while the product writes chunk c+1.  The fused
+        transforms are bound by latency and shared memory, the product by
+        memory bandwidth, so the two overlap.  Results equal the sequential
+        stages up to the order of the forward sum."""
+        nt = x.shape[1]
+        bounds = self._chunk_bounds(Fhat, x.shape[2], nt, np.dtype(x_pad.dtype if not adjoint else y_pad.dtype))
+        if len(bounds) == 1:
             super().local_product(Fhat, x, x_pad, x_hat, y_hat, y_pad, y, adjoint)
             return
         cp = self._cupy
         side = self._side()
-        ev = iter(self._events)
+        events = iter(self._events)
         main = cp.cuda.get_current_stream()
         nf, nd, nm = Fhat.shape
-        L = x_pad.shape[0]
+        L = 2 * nt
         if not adjoint:
             if not x.flags.c_contiguous:
                 x = cp.ascontiguousarray(x)
-            nt = x.shape[1]
-            P = self._zeros_buffer((nm, L), x_pad.dtype, "series-pad")
-            H = self._buffer((nm, nf), x_hat.dtype, "r2c-series")
-            part = self._buffer((len(bounds), nf, nd, 1), ta, "sbgemv-chunks")
+            ctype = _R2C[np.dtype(x_pad.dtype)]
+            part = self._buffer((len(bounds), nf, nd, 1), Fhat.dtype, "sbgemv-chunks")
             flat_hat = x_hat.reshape(-1)
-            e = next(ev)
-            e.record(main)
-            side.wait_event(e)
+            ready = next(events)
+            ready.record(main)
+            side.wait_event(ready)
             for c, (j0, j1) in enumerate(bounds):
-                B = j1 - j0
+                done = next(events)
                 with side:
-                    self._rowcopy(x[j0:j1], P[j0:j1], B, nt, nt, L, 1.0)
-                    if self._r2c_layout(nm, L) == "cs":
-                        plan = self._plan("r2c", "cs", L, B, np.dtype(P.dtype), stride=nm)
-                        self._exec(plan, P[j0:j1], flat_hat[j0:], "r2c")
-                    else:
-                        self._exec(self._plan("r2c", "cc", L, B, np.dtype(P.dtype)), P[j0:j1], H[j0:j1], "r2c")
-                        self._btranspose(H[j0:j1], flat_hat[j0:], B, nf, nf, nm)
-                    e = next(ev)
-                    e.record(side)
-                main.wait_event(e)
+                    self._fused_transform("rfft_pad", x[j0:j1], flat_hat[j0:], ctype, j1 - j0, 1, nt, None, ldx=nm)
+                    done.record(side)
+                main.wait_event(done)
                 self._sbgemv_cols(Fhat, x_hat, y_hat, False, j0, j1, part[c])
             self._sum_splits(part, y_hat, len(bounds))
             self.irfft_unpad(y_hat, y_pad, y)
             return
-        # adjoint: small input side first, then chunks of output columns
+        ctype = _R2C[np.dtype(y_pad.dtype)]
         self.pad_rfft(x, x_pad, x_hat)
-        nt = y.shape[1]
-        S = y_pad.reshape(nm, L)  # series-major scratch in y_pad's memory
-        want = _R2C[np.dtype(y_pad.dtype)]
-        src = y_hat if y_hat.dtype == want else self._buffer(y_hat.shape, want, "irfft-in")
-        flat_src = src.reshape(-1)
+        flat_hat = y_hat.reshape(-1)
         for j0, j1 in bounds:
-            B = j1 - j0
             self._sbgemv_cols(Fhat, x_hat, y_hat, True, j0, j1, None)
-            if src is not y_hat:
-                src[:, j0:j1] = y_hat[:, j0:j1]
-            e = next(ev)
-            e.record(main)
-            side.wait_event(e)
+            done = next(events)
+            done.record(main)
+            side.wait_event(done)
             with side:
-                plan = self._plan("c2r", "sc", L, B, np.dtype(y_pad.dtype), stride=nm)
-                self._exec(plan, flat_src[j0:], S[j0:j1], "c2r")
-                self._rowcopy(S[j0:j1], y[j0:j1], B, nt, L, nt, 1.0 / L)
-        e = next(ev)
-        e.record(side)
-        main.wait_event(e)
+                self._fused_transform("irfft_unpad", flat_hat[j0:], y[j0:j1], ctype, j1 - j0, 1, nt, 1.0 / L, ldx=nm)
+        joined = next(events)
+        joined.record(side)
+        main.wait_event(joined)
 
     # -- stage 3 ---------------------------------------------------------
     def sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool) -> None:
