@@ -256,18 +256,6 @@ def main(argv=None) -> int:
         engine_runs(get_big(), [("ddddd", False), ("ddddd", True), ("dssdd", False), ("ddssd", True),
                                 ("sssss", False), ("sssss", True)], 1, "big")
 
-    def part_pipeline():
-        """The two-stream product (fused transforms beside the product) by number of column chunks."""
-        sizes = (("big", get_big()), ("mid", engine(50, 1000, 500, (C128, C64))))
-        for label, eng in sizes:
-            for C in (1, 2, 4, 8):
-                be.pipeline_chunks = C
-                eng._workspaces.clear()
-                engine_runs(eng, [("ddddd", False), ("ddddd", True), ("dssdd", False), ("ddssd", True)], 1,
-                            f"{label}-C{C}", naive=False, stages=False)
-            eng._workspaces.clear()
-        be.pipeline_chunks = None
-
     def part_chunks():
         """Forward product in chunks of block rows (LocalBTT.apply_rows, no
         communication): what chunking the computation costs on one GPU."""
@@ -413,7 +401,7 @@ def main(argv=None) -> int:
 
     for name, fn in (("small", part_small), ("mid", part_mid), ("midvar", part_mid_variants),
                      ("fft", part_fft), ("fftvar", part_fft_variants), ("variants", part_variants), ("engine", part_engine),
-                     ("kgemm", part_kgemm), ("pipeline", part_pipeline), ("k16", part_k16), ("kernels", part_kernels), ("host", part_host),
+                     ("kgemm", part_kgemm), ("k16", part_k16), ("kernels", part_kernels), ("host", part_host),
                      ("chunks", part_chunks)):
         if name in parts:
             guarded(name, fn)

@@ -58,6 +58,25 @@ def main(path):
             print(json.dumps(r)[:200])
 
 
+def markdown(path):
+    """The table of docs/benchmarks.md from the bench lines of a results file."""
+    rows = [json.loads(s) for s in open(path) if s.strip().startswith("{")]
+    print("| size `Nm x Nd x Nt` | K | code | product | time (us) | back to back (us) | per vector (us) "
+          "| x floor | naive (us) | speed-up | rel. error |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        if "floor_ratio" not in r:
+            continue
+        err = f"{r['rel_error']:.1e}" if "rel_error" in r else "-"
+        print(f"| {r['Nm']} x {r['Nd']} x {r['Nt']} | {r['nrhs']} | `{r['precision']}` | "
+              f"{'`F^T d`' if r['adjoint'] else '`F m`'} | {r['time_s'] * 1e6:.1f} | {r['back_to_back_s'] * 1e6:.1f} | "
+              f"{r['time_per_vector_s'] * 1e6:.1f} | {r['floor_ratio']:.3f} | {r['naive_time_s'] * 1e6:.1f} | "
+              f"{r['speedup_vs_naive']:.2f}x | {err} |")
+
+
 if __name__ == "__main__":
-    for p in sys.argv[1:]:
-        main(p)
+    if sys.argv[1] == "--markdown":
+        markdown(sys.argv[2])
+    else:
+        for p in sys.argv[1:]:
+            main(p)

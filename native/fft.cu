@@ -27,8 +27,7 @@
 //
 // Series index s = p * K + k for the SOTI layout (n, Nt, K): sample t of series
 // s is x[(p * Nt + t) * K + k]; the frequency-major side is (Nf, n, K), i.e.
-// X[f * ldx + s] with ldx = B = n * K series (ldx > B: a block of columns of a
-// wider array, for the pipelined product).  As numpy.fft, the inverse ignores the
+// X[f * B + s] with B = n * K series.  As numpy.fft, the inverse ignores the
 // imaginary parts of Y[0] and Y[M].
 //
 // Launch: gridDim.x = ceil(B / S) with S = 2^LOGS (a divisor of K when K > 1),
@@ -206,7 +205,7 @@ FMV_DEV index_t series_base(int s0, int K, int M) { return (index_t)(s0 / K) * M
 // Stages 1-2: X[f * B + s] = sum_{t < M} x_s[t] exp(-2 pi i f t / L), f = 0..M (TI -> TC arithmetic -> TO).
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int M, int... Rs>
 __global__ void __launch_bounds__(NT, (1024 / NT > 0 ? 1024 / NT : 1)) rfft_pad(const TI* __restrict__ x, TO* __restrict__ X, const TC* __restrict__ twp,
-                         const TC* __restrict__ twl, int B, int K, int ldx) {
+                         const TC* __restrict__ twl, int B, int K) {
     typedef typename fmv::real_of<TC>::type TR;
     constexpr int S = 1 << LOGS, ld = M + 1, L = 2 * M;
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
@@ -242,7 +241,7 @@ __global__ void __launch_bounds__(NT, (1024 / NT > 0 ? 1024 / NT : 1)) rfft_pad(
         const TC D = fmv::cscale(fmv::csub(z1, z2), (TR)0.5);
         const TC O = fmv::cmake<TC>(D.y, -D.x);  // D / i
         const TC v = fmv::csum(E, fmv::cmul(FMV_LDG(twl + f), O));
-        X[(index_t)f * ldx + s0 + sl] = fmv::ccast<TO>(v);
+        X[(index_t)f * B + s0 + sl] = fmv::ccast<TO>(v);
     }
 }
 
@@ -250,8 +249,7 @@ __global__ void __launch_bounds__(NT, (1024 / NT > 0 ? 1024 / NT : 1)) rfft_pad(
 // f = 0..M, TI -> TC arithmetic -> TO).
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int M, int... Rs>
 __global__ void __launch_bounds__(NT, (1024 / NT > 0 ? 1024 / NT : 1)) irfft_unpad(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp,
-                            const TC* __restrict__ twl, int B, int K, int ldx,
-                            typename fmv::real_of<TC>::type scale) {
+                            const TC* __restrict__ twl, int B, int K, typename fmv::real_of<TC>::type scale) {
     typedef typename fmv::real_of<TC>::type TR;
     constexpr int S = 1 << LOGS, ld = M + 1;
     extern __shared__ double2 fmv_smem[];
@@ -263,7 +261,7 @@ __global__ void __launch_bounds__(NT, (1024 / NT > 0 ? 1024 / NT : 1)) irfft_unp
     for (int e = threadIdx.x; e < (M + 1) * S; e += NT) {
         const int f = e >> LOGS, sl = e & (S - 1);
         TC v = fmv::czero<TC>();
-        if (sl < ns) v = fmv::ccast<TC>(Y[(index_t)f * ldx + s0 + sl]);
+        if (sl < ns) v = fmv::ccast<TC>(Y[(index_t)f * B + s0 + sl]);
         if (f == 0 || f == M) v.y = 0;
         buf1[sl * ld + f] = v;
     }
@@ -296,9 +294,9 @@ __global__ void __launch_bounds__(NT, (1024 / NT > 0 ? 1024 / NT : 1)) irfft_unp
 // A few of the instantiations the Python side asks NVRTC for (by name
 // expression), for a standalone `nvcc -c` check: Nt = 1000, 500, 10, 1, 21.
 #define FMV_RFFT(TI, TC, TO, ...) \
-    template __global__ void rfft_pad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, int);
+    template __global__ void rfft_pad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int);
 #define FMV_IRFFT(TI, TC, TO, ...)                                                                                \
-    template __global__ void irfft_unpad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, int, \
+    template __global__ void irfft_unpad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, \
                                                                    typename fmv::real_of<TC>::type);
 FMV_RFFT(double, double2, double2, 1, 512, 1000, 5, 5, 5, 8)
 FMV_RFFT(double, float2, float2, 2, 256, 500, 4, 5, 5, 5)

@@ -348,25 +348,6 @@ def test_engine_all_fft_layouts(layout_gpu, rng, shape):
             assert rel_err(y, dense_product(f, x, adjoint)) < 1e-12
 
 
-@pytest.mark.parametrize("code", ["ddddd", "ddsdd", "dssdd", "ssssd"])
-def test_pipelined_product(rng, code):
-    """The chunked two-stream product (fused transforms beside the product)
-    equals the dense reference, eager and replayed, with a short last chunk."""
-    be = GPUBackend()
-    be.pipeline_chunks = 3
-    nd, nm, nt = 4, 401, 12
-    f = rng.standard_normal((nd, nm, nt))
-    op = BTTOperator(f, precision=code, adjoint_precision=code, device=be)
-    Fhat = op.engine.Fhat[op.precision.sbgemv]
-    assert len(be._chunk_bounds(Fhat, 1, nt, op.precision.fft)) == 3
-    for adjoint in (False, True):
-        for _ in range(4):
-            x = rng.standard_normal((nd if adjoint else nm, nt))
-            y = op.rmatvec(x) if adjoint else op.matvec(x)
-            assert rel_err(y, dense_product(f, x[:, :, None], adjoint)[:, :, 0]) < code_tol(code, nm, nt)
-        assert op.engine.workspace(adjoint, op.precision, 1).slot.get("graphs")
-
-
 def test_naive_matvec_matches(gpu, rng):
     nd, nm, nt = 4, 9, 10
     f = rng.standard_normal((nd, nm, nt))

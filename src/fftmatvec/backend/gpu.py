@@ -181,12 +181,6 @@ class GPUBackend(Backend):
                            "c2r": os.environ.get("FFTMATVEC_C2R", "fused")}
         self.fused_smem_target = 64 << 10  # shared memory per block of a fused transform (bytes)
         self.fused_threads: int | None = None  # threads per block of a fused transform (None: by size)
-        # column chunks of the pipelined product (one right-hand side, fused transforms): None chooses
-        # pipeline_default for Fhat of at least pipeline_min_bytes, else one chunk (no pipeline)
-        self.pipeline_chunks: int | None = None
-        self.pipeline_default, self.pipeline_min_bytes = 4, 1 << 30
-        self._side_stream = None
-        self._events: list = []
         self._fused: dict[tuple, Any] = {}
         self._plans: dict[tuple, Any] = {}
         self._launch: dict[tuple, tuple] = {}
@@ -621,11 +615,9 @@ class GPUBackend(Backend):
         return cfg
 
     def _fused_transform(self, which: str, src: Array, dst: Array, ctype: np.dtype, B: int, K: int, M: int,
-                         scale: float | None, ldx: int | None = None) -> bool:
+                         scale: float | None) -> bool:
         """Run ``which`` ("rfft_pad" or "irfft_unpad", native/fft.cu) from ``src``
-        to ``dst``; False (nothing done) when the length is not supported.
-        ``ldx`` (default ``B``): row length of the frequency-major side, whose
-        first ``B`` columns are transformed (``src``/``dst`` start at them)."""
+        to ``dst``; False (nothing done) when the length is not supported."""
         cfg = self._fused_config(M, np.dtype(ctype), B, K)
         if cfg is None or B == 0:
             return cfg is not None
@@ -633,86 +625,11 @@ class GPUBackend(Backend):
         fn = kernels.kernel("fft.cu", which, src.dtype, ctype, dst.dtype, S.bit_length() - 1, threads, M, *radices)
         if smem > 48 << 10 and fn.max_dynamic_shared_size_bytes < smem:
             fn.max_dynamic_shared_size_bytes = smem
-        args = [src, dst, twp, twl, np.int32(B), np.int32(K), np.int32(B if ldx is None else ldx)]
+        args = [src, dst, twp, twl, np.int32(B), np.int32(K)]
         if scale is not None:
             args.append(_C2R[np.dtype(ctype)].type(scale))
         fn((-(-B // S),), (threads,), tuple(args), shared_mem=smem)
         return True
-
-    # -- the whole local product, pipelined ---------------------------------
-    def _side(self):
-        if self._side_stream is None:
-            self._side_stream = self._cupy.cuda.Stream(non_blocking=True)
-            self._events = [self._cupy.cuda.Event(disable_timing=True) for _ in range(66)]
-        return self._side_stream
-
-    def _chunk_bounds(self, Fhat: Array, K: int, M: int, real: np.dtype) -> list[tuple[int, int]]:
-        """Column ranges of the pipelined product; one range when it does not apply."""
-        nf, nd, nm = Fhat.shape
-        C = self.pipeline_chunks
-        if C is None:
-            C = self.pipeline_default if Fhat.nbytes >= self.pipeline_min_bytes else 1
-        C = max(1, min(int(C), 64, nm // 2))
-        if (C == 1 or K != 1 or self.fft_layout["r2c"] != "fused" or self.fft_layout["c2r"] != "fused"
-                or self._fused_config(M, _R2C[np.dtype(real)], -(-nm // C), 1) is None):
-            return [(0, nm)]
-        step = -(-nm // C)
-        step += step % 2  # even: keeps the product's 16-byte column loads aligned
-        return [(j0, min(nm, j0 + step)) for j0 in range(0, nm, step)]
-
-    def local_product(self, Fhat, x, x_pad, x_hat, y_hat, y_pad, y, adjoint) -> None:
-        """All five stages.  With one right-hand side and a large ``Fhat`` the
-        columns of ``Fhat`` (the parameter side) are cut into chunks and the
-        transforms of the parameter series run on a second stream beside the
-        product: forward, the transform of chunk c+1 while the product reads
-        chunk c (partial sums added in order at the end); adjoint, the inverse
-        transform of chunk c while the product writes chunk c+1.  The fused
-        transforms are bound by latency and shared memory, the product by
-        memory bandwidth, so the two overlap.  Results equal the sequential
-        stages up to the order of the forward sum."""
-        nt = x.shape[1]
-        bounds = self._chunk_bounds(Fhat, x.shape[2], nt, np.dtype(x_pad.dtype if not adjoint else y_pad.dtype))
-        if len(bounds) == 1:
-            super().local_product(Fhat, x, x_pad, x_hat, y_hat, y_pad, y, adjoint)
-            return
-        cp = self._cupy
-        side = self._side()
-        events = iter(self._events)
-        main = cp.cuda.get_current_stream()
-        nf, nd, nm = Fhat.shape
-        L = 2 * nt
-        if not adjoint:
-            if not x.flags.c_contiguous:
-                x = cp.ascontiguousarray(x)
-            ctype = _R2C[np.dtype(x_pad.dtype)]
-            part = self._buffer((len(bounds), nf, nd, 1), Fhat.dtype, "sbgemv-chunks")
-            flat_hat = x_hat.reshape(-1)
-            ready = next(events)
-            ready.record(main)
-            side.wait_event(ready)
-            for c, (j0, j1) in enumerate(bounds):
-                done = next(events)
-                with side:
-                    self._fused_transform("rfft_pad", x[j0:j1], flat_hat[j0:], ctype, j1 - j0, 1, nt, None, ldx=nm)
-                    done.record(side)
-                main.wait_event(done)
-                self._sbgemv_cols(Fhat, x_hat, y_hat, False, j0, j1, part[c])
-            self._sum_splits(part, y_hat, len(bounds))
-            self.irfft_unpad(y_hat, y_pad, y)
-            return
-        ctype = _R2C[np.dtype(y_pad.dtype)]
-        self.pad_rfft(x, x_pad, x_hat)
-        flat_hat = y_hat.reshape(-1)
-        for j0, j1 in bounds:
-            self._sbgemv_cols(Fhat, x_hat, y_hat, True, j0, j1, None)
-            done = next(events)
-            done.record(main)
-            side.wait_event(done)
-            with side:
-                self._fused_transform("irfft_unpad", flat_hat[j0:], y[j0:j1], ctype, j1 - j0, 1, nt, 1.0 / L, ldx=nm)
-        joined = next(events)
-        joined.record(side)
-        main.wait_event(joined)
 
     # -- stage 3 ---------------------------------------------------------
     def sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool) -> None:
