@@ -1,5 +1,6 @@
-"""CuPy backend: cuFFT plans made once per buffer shape, native kernels for
-the per-frequency products and the layout changes, CUDA graphs for replay.
+"""CuPy backend: native kernels for the transforms and the per-frequency
+products (cuFFT plans, made once per buffer shape, where a length has no
+native transform), CUDA graphs for replay.
 
 Layouts and scaling are those of :mod:`fftmatvec.backend.base`.  How each
 stage runs (choices measured on an H200, see benchmarks/results/h200-*.jsonl):
@@ -148,6 +149,15 @@ class GPUBackend(Backend):
         and replays it (default: always; removes the host launch gaps, which
         cost 3-10% even at 8 GB of ``Fhat``); ``$FFTMATVEC_GRAPH_MAX_BYTES``
         overrides it.
+    fft_layout : dict
+        How the transforms of the product run: ``"fused"`` (default,
+        ``$FFTMATVEC_R2C``/``$FFTMATVEC_C2R``) the native kernels where the
+        length allows them; ``"cs"``/``"cc"``/``"ss"`` (forward) and
+        ``"sc"``/``"cc"``/``"ss"`` (inverse) the cuFFT layouts.
+    fused_smem_target, fused_threads : int
+        Shared memory (bytes) and threads per block of the fused transforms
+        (``fused_threads`` None: by size); measured on an H200 in
+        ``benchmarks/results/h200-probe-fused-fft.jsonl``.
     """
 
     name = "gpu"
