@@ -804,37 +804,55 @@ class GPUBackend(Backend):
         return fn, grid, (CT * RS,), smem, tail, 1
 
     def _sbgemm_blas(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool) -> None:
-        """Batched GEMM through cuBLAS, ``Fhat`` read in place; the adjoint as
-        ``(x^H Fhat)^H`` so that no conjugate transpose of ``Fhat`` is formed.
-        With :attr:`real_gemm` the forward product runs as a real GEMM on the
-        interleaved view of ``Fhat`` (``[re im]`` pairs) against an expanded
-        real copy of ``x`` (cuBLAS's complex64 GEMM is slow for few columns)."""
+        """Batched GEMM through cuBLAS, ``Fhat`` read in place (no conjugate
+        transpose of it is ever formed).  With :attr:`real_gemm` the forward
+        product runs as a real GEMM on the interleaved view of ``Fhat``
+        (``[re im]`` pairs) against an expanded real copy of ``x`` (cuBLAS's
+        complex64 GEMM is slow for few columns)."""
         cp = self._cupy
         nf, nd, nm = Fhat.shape
         K = x_hat.shape[2]
         ta = np.dtype(Fhat.dtype)
-        if not adjoint:
-            if self.real_gemm.get(ta, False):
-                real = _C2R[ta]
-                Xr = self._buffer((nf, nm, 2, K, 2), real, "realgemm-x")
-                xc = x_hat.astype(ta, copy=False)
-                Xr[:, :, 0, :, 0] = xc.real
-                Xr[:, :, 1, :, 0] = -xc.imag
-                Xr[:, :, 0, :, 1] = xc.imag
-                Xr[:, :, 1, :, 1] = xc.real
-                cp.matmul(Fhat.view(real), Xr.reshape(nf, 2 * nm, 2 * K), out=out.view(real))
-                return
-            xc = x_hat
-            if x_hat.dtype != Fhat.dtype:
-                xc = self._buffer(x_hat.shape, Fhat.dtype, "blas-in")
-                self._ccast(x_hat, xc, 1.0)
-            cp.matmul(Fhat, xc, out=out)
+        xc = x_hat
+        if x_hat.dtype != Fhat.dtype:
+            xc = self._buffer(x_hat.shape, Fhat.dtype, "blas-in")
+            self._ccast(x_hat, xc, 1.0)
+        if adjoint:
+            self._adjoint_gemm(Fhat, xc, out)
             return
-        xh = self._buffer((nf, K, nd), Fhat.dtype, "blas-xh")
-        cp.conj(x_hat.transpose(0, 2, 1), out=xh)
-        prod = self._buffer((nf, K, nm), Fhat.dtype, "blas-prod")
-        cp.matmul(xh, Fhat, out=prod)
-        cp.conj(prod.transpose(0, 2, 1), out=out)
+        if self.real_gemm.get(ta, False):
+            real = _C2R[ta]
+            Xr = self._buffer((nf, nm, 2, K, 2), real, "realgemm-x")
+            Xr[:, :, 0, :, 0] = xc.real
+            Xr[:, :, 1, :, 0] = -xc.imag
+            Xr[:, :, 0, :, 1] = xc.imag
+            Xr[:, :, 1, :, 1] = xc.real
+            cp.matmul(Fhat.view(real), Xr.reshape(nf, 2 * nm, 2 * K), out=out.view(real))
+            return
+        cp.matmul(Fhat, xc, out=out)
+
+    def _adjoint_gemm(self, Fhat: Array, x_hat: Array, out: Array) -> None:
+        """``out[f] = Fhat[f]^H x_hat[f]`` for every frequency in one strided
+        batched cuBLAS call on the row-major buffers as they are.  Read
+        column-major, ``x_hat[f]`` is ``A`` (K x nd), ``Fhat[f]`` is ``B``
+        (nm x nd) and ``out[f]`` is ``C`` (K x nm), and ``C = A B^H`` (cuBLAS's
+        ``op = C`` on ``B``), so neither input is conjugated or transposed in
+        memory.  x_hat must have ``Fhat``'s dtype."""
+        from cupy.cuda import cublas, device
+
+        nf, nd, nm = Fhat.shape
+        K = x_hat.shape[2]
+        one, zero = np.ones(1, Fhat.dtype), np.zeros(1, Fhat.dtype)
+        gemm = cublas.zgemmStridedBatched if Fhat.dtype == np.complex128 else cublas.cgemmStridedBatched
+        handle = device.get_cublas_handle()
+        cublas.setStream(handle, self._cupy.cuda.get_current_stream().ptr)
+        mode = cublas.getPointerMode(handle)
+        cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+        try:
+            gemm(handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_C, K, nm, nd, one.ctypes.data, x_hat.data.ptr, K,
+                 nd * K, Fhat.data.ptr, nm, nd * nm, zero.ctypes.data, out.data.ptr, K, nm * K, nf)
+        finally:
+            cublas.setPointerMode(handle, mode)
 
     # -- set-up and measurement ------------------------------------------
     def fft_matrix(self, f: np.ndarray, dtype: Any) -> Array:
