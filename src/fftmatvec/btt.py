@@ -26,12 +26,12 @@ def _no_timer(stage: str) -> ContextManager[None]:
 
 @dataclass
 class _Workspace:
-    """Buffers of one (direction, precision, K) configuration, made once."""
+    """Buffers of one (direction, precision, K) configuration, made once.
+    (The padded time series are the backend's scratch: see
+    :meth:`~fftmatvec.backend.base.Backend.pad_rfft`.)"""
 
-    pad: Array  # (L, n_in, K) real, FFT precision; rows Nt: stay zero
     x_hat: Array  # (Nf, n_in, K) complex, FFT precision
     y_hat: Array  # (Nf, n_out, K) complex, SBGEMV precision
-    y_pad: Array  # (L, n_out, K) real, IFFT precision
     y: Array  # (n_out, Nt, K) real, reduce precision
     x_in: Array = None  # (n_in, Nt, K) pad precision: a fixed input buffer for replays
     slot: dict = field(default_factory=dict)  # the backend's recording of the stages
@@ -77,10 +77,8 @@ class LocalBTT:
             n_in, n_out = (self.nd, self.nm) if adjoint else (self.nm, self.nd)
             replay = be.use_replay(self.Fhat[prec.sbgemv].nbytes)
             self._workspaces[key] = _Workspace(
-                pad=be.zeros((self.L, n_in, K), prec.fft),
                 x_hat=be.empty((self.Nf, n_in, K), prec.fft_hat),
                 y_hat=be.empty((self.Nf, n_out, K), prec.sbgemv),
-                y_pad=be.empty((self.L, n_out, K), prec.ifft),
                 y=be.empty((n_out, self.Nt, K), prec.reduce),
                 x_in=be.empty((n_in, self.Nt, K), prec.pad) if replay else None,
             )
@@ -115,21 +113,32 @@ class LocalBTT:
         Fhat = self.Fhat[prec.sbgemv]
         if timer is _no_timer:
             if ws.x_in is None:
-                self._run(x, ws, Fhat, adjoint)
+                self._run(x, ws, Fhat, prec, adjoint)
             else:  # fixed buffers: the backend may record the stages once and replay them
-                be.replay(ws.slot, lambda xx: self._run(xx, ws, Fhat, adjoint), x, ws.x_in)
+                be.replay(ws.slot, lambda xx: self._run(xx, ws, Fhat, prec, adjoint), x, ws.x_in)
             return ws.y
+        x_pad, y_pad = self._time_major(ws, prec)
         with timer("pad"):
-            be.pad(x, out=ws.pad)
+            be.pad(x, out=x_pad)
         with timer("fft"):
-            be.rfft(ws.pad, out=ws.x_hat)
+            be.rfft(x_pad, out=ws.x_hat)
         with timer("sbgemv"):
             be.sbgemv(Fhat, ws.x_hat, out=ws.y_hat, adjoint=adjoint)
         with timer("ifft"):
-            be.irfft(ws.y_hat, out=ws.y_pad)
+            be.irfft(ws.y_hat, out=y_pad)
         with timer("unpad"):
-            be.unpad(ws.y_pad, out=ws.y)
+            be.unpad(y_pad, out=ws.y)
         return ws.y
+
+    def _time_major(self, ws: _Workspace, prec: Precision) -> tuple[Array, Array]:
+        """The padded input (rows ``Nt:`` zero) and the inverse transform's
+        output, time-major ``(L, n, K)``, for the stages run one by one
+        (timed): the backend's scratch arrays of
+        :meth:`~fftmatvec.backend.base.Backend.pad_rfft` and ``irfft_unpad``."""
+        be, K = self.backend, ws.y.shape[2]
+        x_pad = be.scratch((self.L, ws.x_hat.shape[1], K), prec.fft, "pad", zero=True)
+        y_pad = be.scratch((self.L, ws.y.shape[0], K), prec.ifft, "unpad")
+        return x_pad, y_pad
 
     def apply_rows(
         self,
@@ -165,33 +174,34 @@ class LocalBTT:
         Fhat = self.Fhat[prec.sbgemv]
         C = min(max(1, int(chunks)), max(1, self.nd))
         bounds = [(i0, i0 + n) for i0, n in (block_range(self.nd, C, c) for c in range(C)) if n > 0]
-        parts = []  # (Fhat rows, y_hat chunk, y_pad chunk, y rows), each contiguous but Fhat's
-        yh_flat, yp_flat = ws.y_hat.reshape(-1), ws.y_pad.reshape(-1)
+        parts = []  # (Fhat rows, y_hat chunk, y rows), each contiguous but Fhat's
+        yh_flat = ws.y_hat.reshape(-1)
         for i0, i1 in bounds:
-            n = i1 - i0
-            yh = yh_flat[self.Nf * i0 * K:self.Nf * i1 * K].reshape(self.Nf, n, K)
-            yp = yp_flat[self.L * i0 * K:self.L * i1 * K].reshape(self.L, n, K)
-            parts.append((Fhat[:, i0:i1], yh, yp, ws.y[i0:i1]))
+            yh = yh_flat[self.Nf * i0 * K:self.Nf * i1 * K].reshape(self.Nf, i1 - i0, K)
+            parts.append((Fhat[:, i0:i1], yh, ws.y[i0:i1]))
         if timer is not _no_timer:
+            x_pad, y_pad = self._time_major(ws, prec)
             with timer("pad"):
-                be.pad(x, out=ws.pad)
+                be.pad(x, out=x_pad)
             with timer("fft"):
-                be.rfft(ws.pad, out=ws.x_hat)
+                be.rfft(x_pad, out=ws.x_hat)
             with timer("sbgemv"):
-                for F_rows, yh, _, _ in parts:
+                for F_rows, yh, _ in parts:
                     be.sbgemv(F_rows, ws.x_hat, out=yh, adjoint=False)
+            yp_flat = y_pad.reshape(-1)  # cut chunk-major, as y_hat's chunks
+            y_pads = [yp_flat[self.L * i0 * K:self.L * i1 * K].reshape(self.L, i1 - i0, K) for i0, i1 in bounds]
             with timer("ifft"):
-                for _, yh, yp, _ in parts:
+                for (_, yh, _), yp in zip(parts, y_pads):
                     be.irfft(yh, out=yp)
             with timer("unpad"):
-                for _, _, yp, y in parts:
+                for (_, _, y), yp in zip(parts, y_pads):
                     be.unpad(yp, out=y)
             return ws.y
-        be.pad_rfft(x, ws.pad, ws.x_hat)
+        be.pad_rfft(x, ws.x_hat)
         pending = None
-        for F_rows, yh, yp, y in parts:
+        for F_rows, yh, y in parts:
             be.sbgemv(F_rows, ws.x_hat, out=yh, adjoint=False)
-            be.irfft_unpad(yh, yp, y)
+            be.irfft_unpad(yh, y, prec.ifft)
             mark = be.mark()
             if pending is not None:
                 on_chunk(*pending)
@@ -200,6 +210,9 @@ class LocalBTT:
             on_chunk(*pending)
         return ws.y
 
-    def _run(self, x: Array, ws: _Workspace, Fhat: Array, adjoint: bool) -> None:
-        """The untimed stages in one backend call (which may fuse or overlap them)."""
-        self.backend.local_product(Fhat, x, ws.pad, ws.x_hat, ws.y_hat, ws.y_pad, ws.y, adjoint)
+    def _run(self, x: Array, ws: _Workspace, Fhat: Array, prec: Precision, adjoint: bool) -> None:
+        """The untimed stages, through the backend's fused calls."""
+        be = self.backend
+        be.pad_rfft(x, ws.x_hat)
+        be.sbgemv(Fhat, ws.x_hat, out=ws.y_hat, adjoint=adjoint)
+        be.irfft_unpad(ws.y_hat, ws.y, prec.ifft)

@@ -28,7 +28,10 @@ Array = Any  # numpy.ndarray or cupy.ndarray
 
 
 class Backend(abc.ABC):
-    """One array library: NumPy/SciPy on the CPU, CuPy on a GPU."""
+    """One array library: NumPy/SciPy on the CPU, CuPy on a GPU.
+
+    Subclasses set ``self._scratch = {}`` (the arrays of :meth:`scratch`).
+    """
 
     name: str
     xp: ModuleType
@@ -128,35 +131,39 @@ class Backend(abc.ABC):
         precision of ``out`` first.  out : (L, n, K) real.
         """
 
-    def pad_rfft(self, x: Array, x_pad: Array, out: Array) -> None:
-        """Stages 1 and 2 back to back: :meth:`pad` into ``x_pad``, then
-        :meth:`rfft` into ``out``.  Backends may fuse them or use another
-        scratch layout (the GPU one pads series-major for a contiguous cuFFT);
-        ``x_pad`` must then be left with zero rows ``Nt:`` as it was given.
+    def pad_rfft(self, x: Array, out: Array) -> None:
+        """Stages 1 and 2: ``x`` (n, Nt, K) real, zero-padded to ``L = 2 Nt``
+        and transformed into ``out`` (Nt + 1, n, K) complex, whose precision
+        is the transform's.  Here :meth:`pad` into a time-major scratch array
+        (rows ``Nt:`` zero from when it is made, never written) and
+        :meth:`rfft`; backends may fuse the two (the GPU one does).
         """
+        n, nt, K = x.shape
+        x_pad = self.scratch((2 * nt, n, K), np.empty(0, out.dtype).real.dtype, "pad", zero=True)
         self.pad(x, out=x_pad)
         self.rfft(x_pad, out=out)
 
-    def local_product(self, Fhat: Array, x: Array, x_pad: Array, x_hat: Array, y_hat: Array, y_pad: Array,
-                      y: Array, adjoint: bool) -> None:
-        """The five local stages of one product (the untimed path of the engine):
-        :meth:`pad_rfft`, :meth:`sbgemv`, :meth:`irfft_unpad`, with the
-        workspace buffers of :class:`fftmatvec.btt.LocalBTT`.  Only ``y`` is
-        the result; the other buffers are scratch.  Backends may overlap the
-        stages (the GPU one pipelines column chunks of ``Fhat`` on two streams).
+    def irfft_unpad(self, x_hat: Array, out: Array, dtype: Any) -> None:
+        """Stages 4 and 5: the inverse transform of ``x_hat`` (Nt + 1, n, K),
+        complex of any precision, computed in the real precision ``dtype``,
+        then unpadded into ``out`` (n, Nt, K) and cast to its dtype.  Here
+        :meth:`irfft` into a time-major scratch array and :meth:`unpad`;
+        backends may fuse the two.  ``x_hat`` may be overwritten.
         """
-        self.pad_rfft(x, x_pad, x_hat)
-        self.sbgemv(Fhat, x_hat, out=y_hat, adjoint=adjoint)
-        self.irfft_unpad(y_hat, y_pad, y)
+        n, nt, K = out.shape
+        y_pad = self.scratch((2 * nt, n, K), dtype, "unpad")
+        self.irfft(x_hat, out=y_pad)
+        self.unpad(y_pad, out=out)
 
-    def irfft_unpad(self, x_hat: Array, x_pad: Array, out: Array) -> None:
-        """Stages 4 and 5 back to back: :meth:`irfft` into ``x_pad``, then
-        :meth:`unpad` into ``out``.  Backends may fuse them (the GPU one applies
-        the ``1/L`` in the unpad pass), so afterwards ``x_pad`` and ``x_hat``
-        are scratch.
-        """
-        self.irfft(x_hat, out=x_pad)
-        self.unpad(x_pad, out=out)
+    def scratch(self, shape: tuple[int, ...], dtype: Any, tag: str, zero: bool = False) -> Array:
+        """A work array the backend keeps for reuse across calls, one per
+        ``(shape, dtype, tag)``; ``zero``: zero-filled when first made (for
+        arrays whose untouched part must stay zero)."""
+        key = (tuple(shape), np.dtype(dtype), tag)
+        buf = self._scratch.get(key)
+        if buf is None:
+            buf = self._scratch[key] = (self.zeros if zero else self.empty)(shape, dtype)
+        return buf
 
     def unpad(self, x_pad: Array, out: Array) -> None:
         """Stage 5: ``out = x_pad[:Nt]`` transposed back to SOTI and cast.

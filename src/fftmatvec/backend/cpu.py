@@ -55,17 +55,10 @@ class CPUBackend(Backend):
     def to_host(self, a: Array) -> np.ndarray:
         return np.asarray(a)
 
-    def _buffer(self, shape: tuple[int, ...], dtype: Any, tag: str) -> np.ndarray:
-        """A scratch array kept for reuse across calls (mixed-precision casts)."""
-        key = (tuple(shape), np.dtype(dtype), tag)
-        if key not in self._scratch:
-            self._scratch[key] = np.empty(shape, dtype)
-        return self._scratch[key]
-
     def _cast(self, a: np.ndarray, dtype: np.dtype, tag: str) -> np.ndarray:
         if a.dtype == dtype:
             return a
-        buf = self._buffer(a.shape, dtype, tag)
+        buf = self.scratch(a.shape, dtype, tag)
         buf[...] = a
         return buf
 
@@ -78,7 +71,7 @@ class CPUBackend(Backend):
             return
         # Fhat[k]^H x = conj(Fhat[k]^T conj(x)): the transposed view reaches
         # BLAS as a transpose flag, so Fhat is read in place, never copied.
-        x_conj = self._buffer(x_hat.shape, Fhat.dtype, "sbgemv-adj-in")
+        x_conj = self.scratch(x_hat.shape, Fhat.dtype, "sbgemv-adj-in")
         np.conjugate(x_hat, out=x_conj)
         np.matmul(Fhat.transpose(0, 2, 1), x_conj, out=out)
         np.conjugate(out, out=out)

@@ -228,13 +228,6 @@ class GPUBackend(Backend):
         free, _ = self._cupy.cuda.runtime.memGetInfo()
         return int(free) + int(self._cupy.get_default_memory_pool().free_bytes())
 
-    def _buffer(self, shape: tuple[int, ...], dtype: Any, tag: str) -> Array:
-        key = (tuple(shape), np.dtype(dtype), tag)
-        buf = self._scratch.get(key)
-        if buf is None:
-            buf = self._scratch[key] = self._cupy.empty(shape, dtype)
-        return buf
-
     @staticmethod
     def _contiguous(a: Array, what: str) -> None:
         if not a.flags.c_contiguous:
@@ -348,7 +341,7 @@ class GPUBackend(Backend):
             raise ValueError(f"unpad: x_pad {x_pad.shape} does not fit out {out.shape}")
         self._contiguous(x_pad, "unpad input")
         if not out.flags.c_contiguous:
-            tmp = self._buffer(out.shape, out.dtype, "unpad-out")
+            tmp = self.scratch(out.shape, out.dtype, "unpad-out")
             self._transpose("unpad", x_pad, tmp, n, nt, K, scale)
             out[...] = tmp
             return
@@ -433,13 +426,6 @@ class GPUBackend(Backend):
 
         plan.fft(a, out, cufft.CUFFT_FORWARD if kind == "r2c" else cufft.CUFFT_INVERSE)
 
-    def _zeros_buffer(self, shape: tuple[int, ...], dtype: Any, tag: str) -> Array:
-        key = (tuple(shape), np.dtype(dtype), tag)
-        buf = self._scratch.get(key)
-        if buf is None:
-            buf = self._scratch[key] = self._cupy.zeros(shape, dtype)
-        return buf
-
     def _rowcopy(self, src: Array, dst: Array, B: int, C: int, ibs: int, obs: int, scale: float) -> None:
         fn = kernels.kernel("glue.cu", "rowcopy_kernel", src.dtype, dst.dtype)
         blocks = int(min(B, self.sm_count * 16))
@@ -482,7 +468,7 @@ class GPUBackend(Backend):
         if mode == "cs":
             self._exec(self._plan("r2c", "cs", L, B, np.dtype(P.dtype)), P, out, "r2c")
         else:
-            H = self._buffer((B, L // 2 + 1), out.dtype, "r2c-series")
+            H = self.scratch((B, L // 2 + 1), out.dtype, "r2c-series")
             self._exec(self._plan("r2c", "cc", L, B, np.dtype(P.dtype)), P, H, "r2c")
             self._btranspose(H, out, B, L // 2 + 1, L // 2 + 1, B)
 
@@ -496,14 +482,14 @@ class GPUBackend(Backend):
         if mode in ("sc", "fused"):
             src = x_hat
             if x_hat.dtype != want or not x_hat.flags.c_contiguous:
-                src = self._buffer(x_hat.shape, want, "irfft-in")
+                src = self.scratch(x_hat.shape, want, "irfft-in")
                 if x_hat.flags.c_contiguous:
                     self._ccast(x_hat, src, 1.0)
                 else:
                     src[...] = x_hat
             self._exec(self._plan("c2r", "sc", L, B, np.dtype(S.dtype)), src, S, "c2r")
         else:
-            T = self._buffer((B, nf), want, "c2r-series")
+            T = self.scratch((B, nf), want, "c2r-series")
             self._btranspose(x_hat.reshape(nf, B), T, nf, B, B, nf)
             self._exec(self._plan("c2r", "cc", L, B, np.dtype(S.dtype)), T, S, "c2r")
 
@@ -517,7 +503,7 @@ class GPUBackend(Backend):
         if self.fft_layout["r2c"] == "ss":
             self._exec(self._plan("r2c", "ss", L, B, np.dtype(x_pad.dtype)), x_pad, out, "r2c")
             return
-        P = self._buffer((B, L), x_pad.dtype, "rfft-transposed")
+        P = self.scratch((B, L), x_pad.dtype, "rfft-transposed")
         self._btranspose(x_pad.reshape(L, B), P, L, B, B, L)
         self._r2c_series(P, out.reshape(L // 2 + 1, B))
 
@@ -533,7 +519,7 @@ class GPUBackend(Backend):
             src = x_hat
             want = _R2C[np.dtype(out.dtype)]
             if x_hat.dtype != want or not x_hat.flags.c_contiguous:
-                src = self._buffer(x_hat.shape, want, "irfft-in")
+                src = self.scratch(x_hat.shape, want, "irfft-in")
                 src[...] = x_hat
             self._exec(self._plan("c2r", "ss", L, B, np.dtype(out.dtype)), src, out, "c2r")
             view = out.reshape(-1)
@@ -543,55 +529,55 @@ class GPUBackend(Backend):
             else:
                 out *= out.dtype.type(1.0 / L)
             return
-        S = self._buffer((B, L), out.dtype, "irfft-series")
+        S = self.scratch((B, L), out.dtype, "irfft-series")
         self._c2r_series(x_hat, S)
         self._btranspose(S, out.reshape(L, B), B, L, L, B, scale=1.0 / L)
 
-    def pad_rfft(self, x: Array, x_pad: Array, out: Array) -> None:
+    def pad_rfft(self, x: Array, out: Array) -> None:
         """Stages 1-2 fused: one native kernel (``native/fft.cu``) where ``Nt``
         allows it; else ``x`` (n, Nt, K) padded into a series-major scratch
-        (zero tails made once), one contiguous cuFFT, frequency-major ``out``.
-        ``x_pad`` is not used (left as it was)."""
+        (zero tails made once), one contiguous cuFFT, frequency-major ``out``."""
         n, nt, K = x.shape
-        L = x_pad.shape[0]
-        if out.shape != (L // 2 + 1, n, K) or x_pad.shape != (L, n, K):
-            raise ValueError(f"pad_rfft: x {x.shape}, x_pad {x_pad.shape}, out {out.shape} do not fit")
+        L = 2 * nt
+        if out.shape != (nt + 1, n, K) or out.dtype not in _C2R:
+            raise ValueError(f"pad_rfft: x {x.shape} does not fit out {out.shape} {out.dtype}")
+        real = _C2R[np.dtype(out.dtype)]
         if self.fft_layout["r2c"] == "ss":
+            x_pad = self.scratch((L, n, K), real, "pad", zero=True)
             self.pad(x, x_pad)
             self.rfft(x_pad, out)
             return
         if not x.flags.c_contiguous:
             x = self._cupy.ascontiguousarray(x)
         self._contiguous(out, "pad_rfft output")
-        if self.fft_layout["r2c"] == "fused" and self._fused_transform("rfft_pad", x, out, _R2C[np.dtype(x_pad.dtype)],
-                                                                       n * K, K, nt, None):
+        if self.fft_layout["r2c"] == "fused" and self._fused_transform("rfft_pad", x, out, out.dtype, n * K, K, nt,
+                                                                       None):
             return
-        P = self._zeros_buffer((n * K, L), x_pad.dtype, "series-pad")
+        P = self.scratch((n * K, L), real, "series-pad", zero=True)
         self._series_pad(x, P)
-        self._r2c_series(P, out.reshape(L // 2 + 1, n * K))
+        self._r2c_series(P, out.reshape(nt + 1, n * K))
 
-    def irfft_unpad(self, x_hat: Array, x_pad: Array, out: Array) -> None:
+    def irfft_unpad(self, x_hat: Array, out: Array, dtype: Any) -> None:
         """Stages 4-5 fused: one native kernel (``native/fft.cu``) where ``Nt``
-        allows it; else one cuFFT into series-major scratch (``x_pad``'s
-        memory), then one unpad pass that applies ``1/L`` and the cast.
-        ``x_pad`` and ``x_hat`` are left as scratch."""
+        allows it; else one cuFFT into a series-major scratch, then one unpad
+        pass that applies ``1/L`` and the cast.  ``x_hat`` may be overwritten."""
         n, nt, K = out.shape
-        L = x_pad.shape[0]
-        if x_hat.shape != (L // 2 + 1, n, K) or x_pad.shape != (L, n, K):
-            raise ValueError(f"irfft_unpad: x_hat {x_hat.shape}, x_pad {x_pad.shape}, out {out.shape} do not fit")
-        self._contiguous(x_pad, "irfft_unpad work space")
+        L = 2 * nt
+        real = np.dtype(dtype)
+        if x_hat.shape != (nt + 1, n, K):
+            raise ValueError(f"irfft_unpad: x_hat {x_hat.shape} does not fit out {out.shape}")
         if (self.fft_layout["c2r"] == "fused" and out.flags.c_contiguous and x_hat.flags.c_contiguous
-                and self._fused_transform("irfft_unpad", x_hat, out, _R2C[np.dtype(x_pad.dtype)], n * K, K, nt,
-                                          1.0 / L)):
+                and self._fused_transform("irfft_unpad", x_hat, out, _R2C[real], n * K, K, nt, 1.0 / L)):
             return
         if self.fft_layout["c2r"] == "ss":
-            self.irfft(x_hat, x_pad)
-            self._unpad(x_pad, out, 1.0)
+            y_pad = self.scratch((L, n, K), real, "unpad")
+            self.irfft(x_hat, y_pad)
+            self._unpad(y_pad, out, 1.0)
             return
-        S = x_pad.reshape(n * K, L)  # the same memory, used series-major
-        self._c2r_series(x_hat.reshape(L // 2 + 1, n * K), S)
+        S = self.scratch((n * K, L), real, "series-unpad")
+        self._c2r_series(x_hat.reshape(nt + 1, n * K), S)
         if not out.flags.c_contiguous:
-            tmp = self._buffer(out.shape, out.dtype, "unpad-out")
+            tmp = self.scratch(out.shape, out.dtype, "unpad-out")
             self._series_unpad(S, tmp, 1.0 / L)
             out[...] = tmp
             return
@@ -663,7 +649,7 @@ class GPUBackend(Backend):
             return
         S = self._sbgemv_cols(Fhat, x_hat, out, adjoint, 0, nm, None)
         if S > 1:
-            self._sum_splits(self._buffer((S,) + out.shape, ta, "sbgemv-splits"), out, S)
+            self._sum_splits(self.scratch((S,) + out.shape, ta, "sbgemv-splits"), out, S)
 
     @staticmethod
     def _row_stride(Fhat: Array, adjoint: bool) -> int:
@@ -707,7 +693,7 @@ class GPUBackend(Backend):
                                            col0=col0, col1=col1, S=1 if part is not None else None, **extra)
         fn, grid, block, smem, tail, S = cfg
         dst = out if S == 1 and part is None else (part if part is not None else
-                                                    self._buffer((S,) + out.shape, ta, "sbgemv-splits"))
+                                                    self.scratch((S,) + out.shape, ta, "sbgemv-splits"))
         fn(grid, block, (Fhat, x_hat, dst) + tail, shared_mem=smem)
         return S if part is None else 1
 
@@ -815,14 +801,14 @@ class GPUBackend(Backend):
         ta = np.dtype(Fhat.dtype)
         xc = x_hat
         if x_hat.dtype != Fhat.dtype:
-            xc = self._buffer(x_hat.shape, Fhat.dtype, "blas-in")
+            xc = self.scratch(x_hat.shape, Fhat.dtype, "blas-in")
             self._ccast(x_hat, xc, 1.0)
         if adjoint:
             self._adjoint_gemm(Fhat, xc, out)
             return
         if self.real_gemm.get(ta, False):
             real = _C2R[ta]
-            Xr = self._buffer((nf, nm, 2, K, 2), real, "realgemm-x")
+            Xr = self.scratch((nf, nm, 2, K, 2), real, "realgemm-x")
             Xr[:, :, 0, :, 0] = xc.real
             Xr[:, :, 1, :, 0] = -xc.imag
             Xr[:, :, 0, :, 1] = xc.imag
