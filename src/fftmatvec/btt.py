@@ -117,11 +117,7 @@ class LocalBTT:
             else:  # fixed buffers: the backend may record the stages once and replay them
                 be.replay(ws.slot, lambda xx: self._run(xx, ws, Fhat, prec, adjoint), x, ws.x_in)
             return ws.y
-        x_pad, y_pad = self._time_major(ws, prec)
-        with timer("pad"):
-            be.pad(x, out=x_pad)
-        with timer("fft"):
-            be.rfft(x_pad, out=ws.x_hat)
+        y_pad = self._timed_forward_transform(x, ws, prec, timer)
         with timer("sbgemv"):
             be.sbgemv(Fhat, ws.x_hat, out=ws.y_hat, adjoint=adjoint)
         with timer("ifft"):
@@ -130,15 +126,19 @@ class LocalBTT:
             be.unpad(y_pad, out=ws.y)
         return ws.y
 
-    def _time_major(self, ws: _Workspace, prec: Precision) -> tuple[Array, Array]:
-        """The padded input (rows ``Nt:`` zero) and the inverse transform's
-        output, time-major ``(L, n, K)``, for the stages run one by one
-        (timed): the backend's scratch arrays of
-        :meth:`~fftmatvec.backend.base.Backend.pad_rfft` and ``irfft_unpad``."""
+    def _timed_forward_transform(self, x: Array, ws: _Workspace, prec: Precision,
+                                 timer: Callable[[str], ContextManager[None]]) -> Array:
+        """Stages 1 and 2 one by one, each timed, into ``ws.x_hat``, through the
+        time-major scratch of :meth:`~fftmatvec.backend.base.Backend.pad_rfft`
+        (rows ``Nt:`` zero).  Returns the time-major ``(L, n_out, K)`` scratch
+        (that of ``irfft_unpad``) for the inverse transform."""
         be, K = self.backend, ws.y.shape[2]
         x_pad = be.scratch((self.L, ws.x_hat.shape[1], K), prec.fft, "pad", zero=True)
-        y_pad = be.scratch((self.L, ws.y.shape[0], K), prec.ifft, "unpad")
-        return x_pad, y_pad
+        with timer("pad"):
+            be.pad(x, out=x_pad)
+        with timer("fft"):
+            be.rfft(x_pad, out=ws.x_hat)
+        return be.scratch((self.L, ws.y.shape[0], K), prec.ifft, "unpad")
 
     def apply_rows(
         self,
@@ -180,11 +180,7 @@ class LocalBTT:
             yh = yh_flat[self.Nf * i0 * K:self.Nf * i1 * K].reshape(self.Nf, i1 - i0, K)
             parts.append((Fhat[:, i0:i1], yh, ws.y[i0:i1]))
         if timer is not _no_timer:
-            x_pad, y_pad = self._time_major(ws, prec)
-            with timer("pad"):
-                be.pad(x, out=x_pad)
-            with timer("fft"):
-                be.rfft(x_pad, out=ws.x_hat)
+            y_pad = self._timed_forward_transform(x, ws, prec, timer)
             with timer("sbgemv"):
                 for F_rows, yh, _ in parts:
                     be.sbgemv(F_rows, ws.x_hat, out=yh, adjoint=False)
