@@ -143,8 +143,6 @@ def main(argv=None) -> int:
                     emit(what="sbgemv_adj", ta=str(ta), tx=str(tx), variant=v, time_s=t, floor_ratio=t / floor)
 
     def part_fft():
-        from cupy.cuda import cufft  # noqa: F401
-
         for n, K, real in ((Nm, 1, np.float64), (Nm, 1, np.float32), (Nd, 1, np.float64), (Nm, 16, np.float64)):
             x = cp.random.standard_normal((n, Nt, K)).astype(real)
             xh = cp.empty((Nf, n, K), np.result_type(real, np.complex64))
@@ -179,7 +177,6 @@ def main(argv=None) -> int:
                     emit(what="fftvar", n=n, K=K, nt=nt, real=str(np.dtype(real)), smem_kb=smem_kb,
                          threads=threads, S=S, pad_rfft_us=round(t1 * 1e6, 1), irfft_unpad_us=round(t2 * 1e6, 1),
                          ideal_us=round(ideal * 1e6, 1))
-            del x, xh, y, yh
         be.fused_smem_target, be.fused_threads = 64 << 10, None
         be._fused.clear()
 

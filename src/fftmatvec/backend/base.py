@@ -139,7 +139,7 @@ class Backend(abc.ABC):
         :meth:`rfft`; backends may fuse the two (the GPU one does).
         """
         n, nt, K = x.shape
-        x_pad = self.scratch((2 * nt, n, K), np.empty(0, out.dtype).real.dtype, "pad", zero=True)
+        x_pad = self.scratch((2 * nt, n, K), np.finfo(out.dtype).dtype, "pad", zero=True)
         self.pad(x, out=x_pad)
         self.rfft(x_pad, out=out)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
 
 import numpy as np
 import scipy.fft
