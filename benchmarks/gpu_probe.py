@@ -32,6 +32,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--parts", default="small,mid,variants,engine,k16,kernels,host")
+    ap.add_argument("--kernel-sizes", default="small,mid,big,big16", help="sizes of the kernels part")
     args = ap.parse_args(argv)
     parts = set(args.parts.split(","))
 
@@ -327,9 +328,14 @@ def main(argv=None) -> int:
         except ImportError:
             emit(what="kernels", error="no torch")
             return
-        sizes = [("small", engine(15, 289, 10, (C128, C64)), 1), ("mid", engine(50, 1000, 500, (C128, C64)), 1),
-                 ("big", get_big(), 1), ("big", get_big(), 16)]
-        for label, eng, K in sizes:
+        wanted = args.kernel_sizes.split(",")
+        sizes = [("small", "small", lambda: engine(15, 289, 10, (C128, C64)), 1),
+                 ("mid", "mid", lambda: engine(50, 1000, 500, (C128, C64)), 1), ("big", "big", get_big, 1),
+                 ("big16", "big", get_big, 16)]
+        for name, label, make, K in sizes:
+            if name not in wanted:
+                continue
+            eng = make()
             eng._workspaces.clear()
             codes = [("ddddd", False), ("ddddd", True), ("dssdd", False), ("ddssd", True)]
             for code, adjoint in codes[: 2 if K > 1 else 4]:
@@ -394,10 +400,88 @@ def main(argv=None) -> int:
             emit(what="host", call=name, latency_us=round(lat * 1e6, 2), back_to_back_us=round(b2b * 1e6, 2))
             print(text.getvalue()[-3500:], flush=True)
 
+    def part_host_parts():
+        """Host time per call of the pieces of a fixture-size product (queued,
+        one synchronisation at the end; the device work of each is tiny)."""
+        from fftmatvec import BTTOperator
+
+        rng = np.random.default_rng(0)
+        f = rng.standard_normal((15, 289, 10))
+        op = BTTOperator(f, device=be)
+        m = cp.asarray(rng.standard_normal((289, 10)))
+        d = cp.asarray(rng.standard_normal((15, 10)))
+        a = cp.empty((15, 10))
+        b = cp.empty((15, 10))
+        m3 = m.reshape(289, 10, 1)
+        prec = op.precision
+        ws = op.engine.workspace(False, prec, 1)
+        with be.capture() as rec:
+            be.copy_into(a, b)
+        staged = GPUBackend()
+        staged.direct_max_nt = 0
+        op_s = BTTOperator(f, device=staged)
+        pieces = {
+            "cupy.empty": lambda: cp.empty((15, 10)),
+            "copy_into (memcpy)": lambda: be.copy_into(a, b),
+            "graph.launch (one memcpy)": lambda: rec.graph.launch(),
+            "reshape": lambda: m.reshape(289, 10, 1),
+            "flags.c_contiguous": lambda: m.flags.c_contiguous,
+            "_checked": lambda: op._checked(m, 289, "F m", check_device=False),
+            "engine.workspace": lambda: op.engine.workspace(False, prec, 1),
+            "direct kernel": lambda: ws.direct(m3, ws.y),
+            "engine.apply (direct)": lambda: op.engine.apply(m3, prec),
+            "matvec (direct)": lambda: op.matvec(m),
+            "rmatvec (direct)": lambda: op.rmatvec(d),
+            "matvec (staged, graph)": lambda: op_s.matvec(m),
+            "rmatvec (staged, graph)": lambda: op_s.rmatvec(d),
+        }
+        for name, fn in pieces.items():
+            for _ in range(20):
+                fn()
+            be.synchronize()
+            n = 400
+            best = []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    fn()
+                be.synchronize()
+                best.append((time.perf_counter() - t0) / n)
+            lat = []
+            for _ in range(400):
+                t0 = time.perf_counter()
+                fn()
+                be.synchronize()
+                lat.append(time.perf_counter() - t0)
+            emit(what="host_part", piece=name, per_call_us=round(min(best) * 1e6, 2),
+                 waited_median_us=round(float(np.median(lat)) * 1e6, 2))
+
+    def part_fft_mid():
+        """Fused transforms at the middle size and the big one: series per block and threads."""
+        for n, nt, real, smems in ((1000, 500, np.float64, (16, 32, 64)), (1000, 500, np.float32, (8, 16, 32, 64)),
+                                   (50, 500, np.float64, (16, 32)), (Nm, Nt, np.float64, (32, 64))):
+            x = cp.random.standard_normal((n, nt, 1)).astype(real)
+            xh = cp.empty((nt + 1, n, 1), np.result_type(real, np.complex64))
+            y = cp.empty((n, nt, 1), real)
+            yh = cp.empty_like(xh)
+            ideal = (x.nbytes + xh.nbytes) / bw
+            for smem_kb in smems:
+                for threads in (None, 128, 256):
+                    be.fused_smem_target, be.fused_threads = smem_kb << 10, threads
+                    be._fused.clear()
+                    t1 = timeit(lambda: be.pad_rfft(x, xh), reps=20)
+                    t2 = timeit(lambda: be.irfft_unpad(yh, y, real), reps=20)
+                    S, thr = be._fused_config(nt, np.dtype(xh.dtype), n, 1)[:2]
+                    emit(what="fftmid", n=n, nt=nt, real=str(np.dtype(real)), smem_kb=smem_kb, S=S, threads=thr,
+                         pad_rfft_us=round(t1 * 1e6, 1), irfft_unpad_us=round(t2 * 1e6, 1),
+                         ideal_us=round(ideal * 1e6, 1))
+        be.fused_smem_target, be.fused_threads = 64 << 10, None
+        be._fused.clear()
+
     for name, fn in (("small", part_small), ("mid", part_mid), ("midvar", part_mid_variants),
                      ("fft", part_fft), ("fftvar", part_fft_variants), ("variants", part_variants), ("engine", part_engine),
                      ("kgemm", part_kgemm), ("k16", part_k16), ("kernels", part_kernels), ("host", part_host),
-                     ("chunks", part_chunks)):
+                     ("chunks", part_chunks), ("hostparts", part_host_parts), ("fftmid", part_fft_mid)):
         if name in parts:
             guarded(name, fn)
     if out:

@@ -34,6 +34,7 @@ class _Workspace:
     y_hat: Array  # (Nf, n_out, K) complex, SBGEMV precision
     y: Array  # (n_out, Nt, K) real, reduce precision
     x_in: Array = None  # (n_in, Nt, K) pad precision: a fixed input buffer for replays
+    direct: Callable[[Array, Array], None] | None = None  # the backend's one-call product, if it has one
     slot: dict = field(default_factory=dict)  # the backend's recording of the stages
 
 
@@ -75,12 +76,15 @@ class LocalBTT:
         if key not in self._workspaces:
             be = self.backend
             n_in, n_out = (self.nd, self.nm) if adjoint else (self.nm, self.nd)
-            replay = be.use_replay(self.Fhat[prec.sbgemv].nbytes)
+            Fhat = self.Fhat[prec.sbgemv]
+            direct = be.direct_plan(Fhat, K, prec, adjoint)
+            replay = direct is None and be.use_replay(Fhat.nbytes)
             self._workspaces[key] = _Workspace(
                 x_hat=be.empty((self.Nf, n_in, K), prec.fft_hat),
                 y_hat=be.empty((self.Nf, n_out, K), prec.sbgemv),
                 y=be.empty((n_out, self.Nt, K), prec.reduce),
                 x_in=be.empty((n_in, self.Nt, K), prec.pad) if replay else None,
+                direct=direct,
             )
         return self._workspaces[key]
 
@@ -90,6 +94,7 @@ class LocalBTT:
         prec: Precision,
         adjoint: bool = False,
         timer: Callable[[str], ContextManager[None]] = _no_timer,
+        out: Array | None = None,
     ) -> Array:
         """Local partial product, stages pad to unpad.
 
@@ -102,21 +107,30 @@ class LocalBTT:
             ``F^T`` instead of ``F``.
         timer : callable, optional
             ``timer(stage)`` context manager wrapped around each stage.
+        out : (nd, Nt, K) or (nm, Nt, K) array, optional
+            Where to write the result (the reduce precision, C-contiguous);
+            with no ``timer`` only.
 
         Returns
         -------
-        (nd, Nt, K) or (nm, Nt, K) real array in the reduce precision.  It is
-        a workspace buffer, overwritten by the next call of the same kind.
+        (nd, Nt, K) or (nm, Nt, K) real array in the reduce precision:
+        ``out``, or else a workspace buffer, overwritten by the next call of
+        the same kind.
         """
         be = self.backend
         ws = self.workspace(adjoint, prec, x.shape[2])
         Fhat = self.Fhat[prec.sbgemv]
         if timer is _no_timer:
-            if ws.x_in is None:
-                self._run(x, ws, Fhat, prec, adjoint)
+            y = ws.y if out is None else out
+            if ws.direct is not None:
+                ws.direct(x, y)
+            elif ws.x_in is None:
+                self._run(x, ws, Fhat, prec, adjoint, y)
             else:  # fixed buffers: the backend may record the stages once and replay them
-                be.replay(ws.slot, lambda xx: self._run(xx, ws, Fhat, prec, adjoint), x, ws.x_in)
-            return ws.y
+                be.replay(ws.slot, lambda xx, yy: self._run(xx, ws, Fhat, prec, adjoint, yy), x, y, ws.x_in, ws.y)
+            return y
+        if out is not None:
+            raise ValueError("apply: out= is for untimed products")
         y_pad = self._timed_forward_transform(x, ws, prec, timer)
         with timer("sbgemv"):
             be.sbgemv(Fhat, ws.x_hat, out=ws.y_hat, adjoint=adjoint)
@@ -206,9 +220,9 @@ class LocalBTT:
             on_chunk(*pending)
         return ws.y
 
-    def _run(self, x: Array, ws: _Workspace, Fhat: Array, prec: Precision, adjoint: bool) -> None:
-        """The untimed stages, through the backend's fused calls."""
+    def _run(self, x: Array, ws: _Workspace, Fhat: Array, prec: Precision, adjoint: bool, y: Array) -> None:
+        """The untimed stages, through the backend's fused calls, into ``y``."""
         be = self.backend
         be.pad_rfft(x, ws.x_hat)
         be.sbgemv(Fhat, ws.x_hat, out=ws.y_hat, adjoint=adjoint)
-        be.irfft_unpad(ws.y_hat, ws.y, prec.ifft)
+        be.irfft_unpad(ws.y_hat, y, prec.ifft)

@@ -13,6 +13,7 @@ explains both.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -32,6 +33,8 @@ _COMPLEX = {"s": np.dtype(np.complex64), "d": np.dtype(np.complex128)}
 class Precision:
     """A parsed precision code with the dtypes each stage runs in.
 
+    The dtypes are computed once per object (read on every product).
+
     Attributes
     ----------
     code : str
@@ -49,31 +52,31 @@ class Precision:
     def _letter(self, stage: str) -> str:
         return self.code[STAGES.index(stage)]
 
-    @property
+    @functools.cached_property
     def pad(self) -> np.dtype:
         return _REAL[self._letter("pad")]
 
-    @property
+    @functools.cached_property
     def fft(self) -> np.dtype:
         return _REAL[self._letter("fft")]
 
-    @property
+    @functools.cached_property
     def fft_hat(self) -> np.dtype:
         return _COMPLEX[self._letter("fft")]
 
-    @property
+    @functools.cached_property
     def sbgemv(self) -> np.dtype:
         return _COMPLEX[self._letter("sbgemv")]
 
-    @property
+    @functools.cached_property
     def ifft_hat(self) -> np.dtype:
         return _COMPLEX[self._letter("ifft")]
 
-    @property
+    @functools.cached_property
     def ifft(self) -> np.dtype:
         return _REAL[self._letter("ifft")]
 
-    @property
+    @functools.cached_property
     def reduce(self) -> np.dtype:
         return _REAL[self._letter("reduce")]
 

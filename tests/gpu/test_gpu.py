@@ -32,9 +32,10 @@ def gpu():
 
 @pytest.fixture(scope="module")
 def eager_gpu():
-    """A GPU backend that never records graphs."""
+    """A GPU backend that never records graphs (nor takes the one-kernel product)."""
     be = GPUBackend()
     be.graph_max_bytes = -1
+    be.direct_max_nt = 0
     return be
 
 
@@ -46,6 +47,14 @@ def native_gpu():
     be.blas_min_k = {key: 10**6 for key in be.blas_min_k}
     be.adj_flat = False
     be.fwd_splits = 3
+    return be
+
+
+@pytest.fixture(scope="module")
+def staged_gpu():
+    """A GPU backend that never takes the one-kernel product (``direct_plan``)."""
+    be = GPUBackend()
+    be.direct_max_nt = 0
     return be
 
 
@@ -84,12 +93,13 @@ CORE_SHAPES = [  # (Nd, Nm, Nt)
 
 @pytest.mark.parametrize("shape", CORE_SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("adjoint", [False, True], ids=["F", "FT"])
-def test_core_shapes_vs_dense_and_cpu(gpu, rng, shape, adjoint):
+@pytest.mark.parametrize("which", ["default", "staged"])
+def test_core_shapes_vs_dense_and_cpu(gpu, staged_gpu, rng, shape, adjoint, which):
     nd, nm, nt = shape
     f = rng.standard_normal(shape)
     x = rng.standard_normal((nm if not adjoint else nd, nt, 2))
     ref = dense_product(f, x, adjoint)
-    op_g = BTTOperator(f, device=gpu)
+    op_g = BTTOperator(f, device=gpu if which == "default" else staged_gpu)
     op_c = BTTOperator(f, device=CPUBackend(workers=1))
     for k in range(2):  # repeated calls: eager, recorded, replayed
         apply = op_g.rmatvec if adjoint else op_g.matvec
@@ -154,7 +164,10 @@ def test_adjoint_identity(gpu, rng, shape, code):
 
 @pytest.mark.parametrize("K", [1, 4, 16, 40])
 @pytest.mark.parametrize("code", ["ddddd", "dssdd", "sdsds"])
-def test_graph_replay_equals_eager(gpu, eager_gpu, rng, code, K):
+def test_graph_replay_equals_eager(staged_gpu, eager_gpu, rng, code, K):
+    """The staged kernels recorded and replayed give what they give eagerly
+    (one right-hand side too: no one-kernel product on either backend)."""
+    gpu = staged_gpu
     nd, nm, nt = 15, 289, 10
     f = rng.standard_normal((nd, nm, nt))
     op_r = BTTOperator(f, precision=code, adjoint_precision=code, device=gpu)
@@ -174,6 +187,35 @@ def test_graph_replay_equals_eager(gpu, eager_gpu, rng, code, K):
     np.testing.assert_array_equal(op_r.normal(m), op_e.normal(m))
 
 
+@pytest.mark.parametrize("K", [1, 2])  # native kernels (cuBLAS, from K = 3 in complex128, cannot be recorded)
+def test_products_into_caller_array(eager_gpu, staged_gpu, rng, K):
+    """Device inputs: the eager staged kernels write the caller's result
+    array; replayed ones go through their fixed buffers until a pair of input
+    and result buffers comes back, which then gets its own recording; both
+    give the dense product, and no call returns a workspace buffer."""
+    nd, nm, nt = 6, 50, 40
+    f = rng.standard_normal((nd, nm, nt))
+    for be in (eager_gpu, staged_gpu):
+        op = BTTOperator(f, device=be)
+        for adjoint in (False, True):
+            apply = op.rmatvec if adjoint else op.matvec
+            ws = op.engine.workspace(adjoint, op.precision, K)
+            x = rng.standard_normal((nd if adjoint else nm, nt, K))
+            x_dev = cupy.asarray(x if K > 1 else x[:, :, 0])
+            kept = []
+            for call in range(6):  # new inputs, then one input again and again, results kept or dropped
+                if call < 2:
+                    x = rng.standard_normal(x.shape)
+                    x_dev = cupy.asarray(x if K > 1 else x[:, :, 0])
+                y = apply(x_dev)
+                assert y.shape == ((nm if adjoint else nd, nt) + ((K,) if K > 1 else ()))
+                assert y.data.ptr != ws.y.data.ptr
+                assert rel_err(y.get(), dense_product(f, x, adjoint).reshape(y.shape)) < 1e-12, (be, adjoint, call)
+                if call % 2:
+                    kept.append(y)
+            assert bool(ws.slot.get("graphs")) == (be is staged_gpu)
+
+
 def test_capture_context(gpu, rng):
     x = cupy.asarray(rng.standard_normal((5, 7, 3)))
     out = cupy.zeros((14, 5, 3))
@@ -183,6 +225,75 @@ def test_capture_context(gpu, rng):
     x[...] = cupy.asarray(rng.standard_normal((5, 7, 3)))
     rec.replay()
     np.testing.assert_array_equal(out[:7].get(), x.get().transpose(1, 0, 2))
+
+
+# (Nd, Nm, Nt) for the one-kernel product: the fixture, Nt = 1 and 32 (the largest taken), adjoint blocks
+# of 32 columns with a partial last one, Nd or Nm = 1, more rows than 4 per multiprocessor (several per block)
+DIRECT_SHAPES = [(15, 289, 10), (4, 5, 1), (3, 7, 32), (2, 65, 9), (1, 40, 5), (9, 1, 7), (701, 3, 4),
+                 (5, 1300, 2)]
+
+
+def _takes_direct(op, adjoint):
+    return op.engine.workspace(adjoint, op.adjoint_precision if adjoint else op.precision, 1).direct is not None
+
+
+@pytest.mark.parametrize("shape", DIRECT_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_direct_product_vs_dense_and_staged(gpu, staged_gpu, rng, shape):
+    """The one-kernel product (native/direct.cu) against the float64 dense
+    product and against the staged kernels, forward and adjoint, on host and
+    device inputs, into the caller's array and into the workspace."""
+    nd, nm, nt = shape
+    f = rng.standard_normal(shape)
+    op, op_s = BTTOperator(f, device=gpu), BTTOperator(f, device=staged_gpu)
+    for adjoint in (False, True):
+        apply, apply_s = (op.rmatvec, op_s.rmatvec) if adjoint else (op.matvec, op_s.matvec)
+        for call in range(3):
+            x = rng.standard_normal((nd if adjoint else nm, nt))
+            ref = dense_product(f, x[:, :, None], adjoint)[:, :, 0]
+            y = apply(x if call == 0 else cupy.asarray(x))
+            y = y if isinstance(y, np.ndarray) else y.get()
+            assert rel_err(y, ref) < 1e-13, (adjoint, call)
+            assert rel_err(y, apply_s(x)) < 1e-13
+        assert _takes_direct(op, adjoint) and not _takes_direct(op_s, adjoint)
+        prec = op.precision
+        x = cupy.asarray(rng.standard_normal((nd if adjoint else nm, nt, 1)))
+        ws_y = op.engine.apply(x, prec, adjoint=adjoint)  # no out: the workspace buffer
+        assert ws_y is op.engine.workspace(adjoint, prec, 1).y
+        assert rel_err(ws_y.get(), dense_product(f, x.get(), adjoint)) < 1e-13
+
+
+@pytest.mark.parametrize("code", ALL_CODES)
+def test_direct_product_precision_codes(gpu, staged_gpu, rng, code):
+    """Every code through the one-kernel product: within the code's tolerance
+    of the dense product, single precision visibly used, and as close to
+    the staged kernels as two roundings in the lowest precision allow."""
+    nd, nm, nt = 7, 45, 10
+    f = rng.standard_normal((nd, nm, nt))
+    op = BTTOperator(f, precision=code, adjoint_precision=code, device=gpu)
+    op_s = BTTOperator(f, precision=code, adjoint_precision=code, device=staged_gpu)
+    tol = code_tol(code, nm, nt)
+    for adjoint in (False, True):
+        x = cupy.asarray(rng.standard_normal((nd if adjoint else nm, nt)))
+        ref = dense_product(f, x.get()[:, :, None], adjoint)[:, :, 0]
+        y = ((op.rmatvec if adjoint else op.matvec)(x)).get()
+        assert _takes_direct(op, adjoint)
+        err = rel_err(y, ref)
+        assert err < tol, (adjoint, err, tol)
+        if "s" in code:
+            assert err > 1e-11, (adjoint, err)
+        assert rel_err(y, ((op_s.rmatvec if adjoint else op_s.matvec)(x)).get()) < 2 * tol
+
+
+def test_direct_product_not_taken(gpu, rng):
+    """Longer series, several right-hand sides and too much work per block go
+    to the staged kernels."""
+    from fftmatvec.precision import parse
+
+    prec = parse("ddddd")
+    for shape, K in (((3, 7, 33), 1), ((3, 7, 10), 2), ((2, 20000, 10), 1), ((3, 7, 10), 1)):
+        Fhat = gpu.fft_matrix(rng.standard_normal(shape), np.complex128)
+        taken = gpu.direct_plan(Fhat, K, prec, adjoint=False) is not None
+        assert taken == (shape == (3, 7, 10) and K == 1), (shape, K)
 
 
 NM_TAILS = list(range(1, 34)) + [64, 257, 1025]

@@ -81,17 +81,20 @@ class Backend(abc.ABC):
         through :meth:`replay` (a fixed input buffer, one recording); no on the CPU."""
         return False
 
-    def replay(self, slot: dict, fn: Callable[[Array], None], x: Array, x_fixed: Array | None = None) -> None:
-        """Run ``fn(x)``, the device work of one product on fixed work buffers.
+    def replay(self, slot: dict, fn: Callable[[Array, Array], None], x: Array, y: Array,
+               x_fixed: Array | None = None, y_fixed: Array | None = None) -> None:
+        """Run ``fn(x, y)``, the device work of one product from ``x`` into
+        ``y``, on fixed work buffers.
 
         A backend may record ``fn``'s work once and replay the recording on
         later calls with the same ``slot`` (a dict the caller keeps with the
-        buffers, where the backend stores its recordings): per input buffer
-        ``x`` that comes back, or by copying a new input into ``x_fixed`` (same
-        shape and dtype) and replaying the recording made on it.  ``fn`` must
-        not allocate or synchronise.  The CPU just calls ``fn(x)``.
+        buffers, where the backend stores its recordings): per pair of
+        buffers ``(x, y)`` that comes back, or by copying a new input into
+        ``x_fixed``, replaying the recording made on ``(x_fixed, y_fixed)``
+        and copying ``y_fixed`` to ``y`` (same shapes and dtypes).  ``fn``
+        must not allocate or synchronise.  The CPU just calls ``fn(x, y)``.
         """
-        fn(x)
+        fn(x, y)
 
     # -- the five stages -------------------------------------------------
     def pad(self, x: Array, out: Array) -> None:
@@ -154,6 +157,25 @@ class Backend(abc.ABC):
         y_pad = self.scratch((2 * nt, n, K), dtype, "unpad")
         self.irfft(x_hat, out=y_pad)
         self.unpad(y_pad, out=out)
+
+    def direct_plan(self, Fhat: Array, K: int, prec: Any, adjoint: bool) -> Callable[[Array, Array], None] | None:
+        """A function ``run(x, out)`` doing all five stages at once, where
+        the backend has a faster way for this problem (the GPU one: one kernel
+        for small ones); None where it has not (here, always).  Made once per
+        workspace, so that a product pays no set-up.
+
+        Fhat : (Nf, nd, nm) complex, C-contiguous, the product's ``Fhat``.
+        prec : :class:`~fftmatvec.precision.Precision`; each stage rounds as
+        in the staged product.  ``run`` takes ``x`` (n_in, Nt, K) in the pad
+        precision and ``out`` (n_out, Nt, K) in the reduce precision, both
+        C-contiguous, and checks nothing.
+        """
+        return None
+
+    def copy_into(self, a: Array, out: Array) -> None:
+        """``out[...] = a`` for arrays of the same size (cast to ``out``'s
+        dtype, ``a`` read in C order)."""
+        out[...] = a.reshape(out.shape)
 
     def scratch(self, shape: tuple[int, ...], dtype: Any, tag: str, zero: bool = False) -> Array:
         """A work array the backend keeps for reuse across calls, one per

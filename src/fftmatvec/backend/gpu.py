@@ -17,6 +17,10 @@ stage runs (choices measured on an H200, see benchmarks/results/h200-*.jsonl):
   (``native/sbgemv.cu``), the input's cast fused into the load; several
   right-hand sides in the same kernels up to :attr:`GPUBackend.blas_min_k`,
   cuBLAS's batched GEMM from there;
+* small products (``Nt`` up to 32, one right-hand side) skip all of this:
+  :meth:`GPUBackend.direct_plan` runs the five stages in one kernel
+  (``native/direct.cu``, direct DFTs), since there three kernels cost more
+  in launches than in work;
 * :meth:`GPUBackend.replay` records the engine's stages as CUDA graphs (no
   host launch gaps); :meth:`GPUBackend.capture` records any block of calls.
 
@@ -116,6 +120,49 @@ def pass_twiddles(radices: list[int]) -> np.ndarray:
     return np.concatenate(parts)
 
 
+class _PreparedLaunch:
+    """One kernel's launch with its grid, block, shared memory and trailing
+    arguments fixed, packed once; a call sets the leading pointer arguments
+    and launches through the driver.  (CuPy's generic launch converts every
+    argument on each call: 5 us of host time for eight arguments, as much as
+    the kernel of a fixture-size product takes on the device.)
+
+    ``tail`` holds CuPy arrays (passed as pointers, kept alive here) and
+    NumPy integer scalars (passed as 32-bit ints)."""
+
+    def __init__(self, fn: Any, grid: tuple[int, ...], block: tuple[int, ...], smem: int, n_ptrs: int,
+                 tail: tuple) -> None:
+        import ctypes
+
+        import cupy
+
+        self._cupy = cupy
+        self._fn_ptr = int(fn.kernel.ptr)  # the CUfunction of the RawKernel
+        self._fn = fn
+        self._dims = tuple((tuple(grid) + (1, 1))[:3]) + tuple((tuple(block) + (1, 1))[:3])
+        self._smem = int(smem)
+        self._ptrs = [ctypes.c_void_p() for _ in range(n_ptrs)]
+        fixed = []
+        for a in tail:
+            if isinstance(a, cupy.ndarray):
+                fixed.append(ctypes.c_void_p(a.data.ptr))
+            elif isinstance(a, np.int32):
+                fixed.append(ctypes.c_int32(int(a)))
+            else:
+                raise TypeError(f"_PreparedLaunch: unsupported argument {a!r}")
+        self._tail = tail
+        self._values = self._ptrs + fixed
+        self._params = (ctypes.c_void_p * len(self._values))(*(ctypes.addressof(v) for v in self._values))
+        self._params_ptr = ctypes.addressof(self._params)
+
+    def __call__(self, *arrays: Array) -> None:
+        for slot, a in zip(self._ptrs, arrays):
+            slot.value = a.data.ptr
+        gx, gy, gz, bx, by, bz = self._dims
+        self._cupy.cuda.driver.launchKernel(self._fn_ptr, gx, gy, gz, bx, by, bz, self._smem,
+                                            self._cupy.cuda.get_current_stream().ptr, self._params_ptr, 0)
+
+
 class _Recording:
     """A recorded CUDA graph; :meth:`replay` launches it on the current stream."""
 
@@ -146,8 +193,9 @@ class GPUBackend(Backend):
         GEMM) instead of the native kernel.
     graph_max_bytes : int
         ``Fhat`` size up to which the engine records its stages as a CUDA graph
-        and replays it (default: always; removes the host launch gaps, which
-        cost 3-10% even at 8 GB of ``Fhat``); ``$FFTMATVEC_GRAPH_MAX_BYTES``
+        and replays it (default: always; eager launches measured 18-46% slower
+        per waited-for product at the middle benchmark size and 1-2% at the
+        big one, docs/benchmarks.md); ``$FFTMATVEC_GRAPH_MAX_BYTES``
         overrides it.
     fft_layout : dict
         How the transforms of the product run: ``"fused"`` (default,
@@ -158,6 +206,11 @@ class GPUBackend(Backend):
         Shared memory (bytes) and threads per block of the fused transforms
         (``fused_threads`` None: by size); measured on an H200 in
         ``benchmarks/results/h200-probe-fused-fft.jsonl``.
+    direct_max_nt, direct_max_work, direct_max_smem : int
+        When :meth:`direct_plan` takes a product (one kernel instead of
+        three): ``Nt`` up to ``direct_max_nt`` (``$FFTMATVEC_DIRECT_MAX_NT``,
+        default 32; 0 turns it off), ``n_in Nf Nt`` up to ``direct_max_work``,
+        shared memory up to ``direct_max_smem`` bytes.
     """
 
     name = "gpu"
@@ -192,6 +245,11 @@ class GPUBackend(Backend):
         self.fused_smem_target = 64 << 10  # shared memory per block of a fused transform (bytes)
         self.fused_threads: int | None = None  # threads per block of a fused transform (None: by size)
         self._fused: dict[tuple, Any] = {}
+        # the one-kernel product of direct_product: Nt up to this (0: never), one block's DFT work
+        # (n_in Nf Nt multiply-adds) and shared memory (bytes) up to these
+        self.direct_max_nt = int(os.environ.get("FFTMATVEC_DIRECT_MAX_NT", 32))
+        self.direct_max_work = 1 << 17
+        self.direct_max_smem = 100 << 10
         self._plans: dict[tuple, Any] = {}
         self._launch: dict[tuple, tuple] = {}
         self._scratch: dict[tuple, Array] = {}
@@ -202,16 +260,18 @@ class GPUBackend(Backend):
         return self._cupy.asnumpy(a)
 
     def copy_as(self, a: Array, dtype: Any, shape: tuple[int, ...] | None = None) -> Array:
-        """As the base class; a contiguous array of the same dtype is copied
+        out = self._cupy.empty(a.shape if shape is None else shape, dtype)
+        self.copy_into(a, out)
+        return out
+
+    def copy_into(self, a: Array, out: Array) -> None:
+        """As the base class; contiguous arrays of the same dtype are copied
         with one ``cudaMemcpyAsync`` (a few microseconds less host time than
         an elementwise kernel, which counts for small products)."""
-        shape = a.shape if shape is None else shape
-        if np.dtype(dtype) != a.dtype or not a.flags.c_contiguous:
-            return a.astype(dtype).reshape(shape)
-        out = self._cupy.empty(shape, dtype)
-        if a.nbytes:
+        if a.dtype != out.dtype or not (a.flags.c_contiguous and out.flags.c_contiguous) or a.size != out.size:
+            out[...] = a.reshape(out.shape)
+        elif a.nbytes:
             out.data.copy_from_device_async(a.data, a.nbytes)
-        return out
 
     def synchronize(self) -> None:
         self._cupy.cuda.Device(self.device_id).synchronize()
@@ -263,58 +323,65 @@ class GPUBackend(Backend):
         graph.launch()
 
     @staticmethod
-    def _input_key(x: Array) -> tuple:
-        return (x.data.ptr, x.shape, x.strides, x.dtype.str)
+    def _buffer_key(a: Array) -> tuple:
+        return (a.data.ptr, a.shape, a.strides, a.dtype.str)
 
-    def replay(self, slot: dict, fn: Callable[[Array], None], x: Array, x_fixed: Array | None = None) -> None:
-        """Run ``fn(x)`` through CUDA graphs.
+    def replay(self, slot: dict, fn: Callable[[Array, Array], None], x: Array, y: Array,
+               x_fixed: Array | None = None, y_fixed: Array | None = None) -> None:
+        """Run ``fn(x, y)`` through CUDA graphs.
 
         The first call runs eagerly (plans, scratch buffers and kernels are
-        made there).  An input buffer seen a second time gets its own recording
-        (up to :attr:`max_graphs` per slot, least recently used dropped), so a
-        caller that reuses its input pays no copy; a new buffer is copied into
-        ``x_fixed`` and the recording on ``x_fixed`` is replayed.  A recording
-        reads the buffers' contents at launch, so results equal eager ones.  A
-        capture that fails (an operation that cannot be recorded, e.g. some
-        library calls) makes the slot eager for good.
+        made there).  A pair of input and output buffers seen a second time
+        gets its own recording (up to :attr:`max_graphs` per slot, least
+        recently used dropped), so a caller that reuses its input, and whose
+        results come back to the same memory (CuPy's pool hands a freed block
+        out again), pays no copy.  Otherwise a new input is copied into
+        ``x_fixed``, the recording on ``(x_fixed, y_fixed)`` replayed and
+        ``y_fixed`` copied to ``y``.  A recording reads and writes the
+        buffers at launch, so results equal eager ones.  A capture that fails
+        (an operation that cannot be recorded, e.g. some library calls) makes
+        the slot eager for good.
         """
         if slot.get("eager"):
-            fn(x)
+            fn(x, y)
             return
         graphs = slot.setdefault("graphs", {})
-        key = self._input_key(x)
+        key = (self._buffer_key(x), self._buffer_key(y))
         graph = graphs.pop(key, None)
         if graph is not None:
             graphs[key] = graph  # most recently used last
             graph.launch()
             return
         seen = slot.setdefault("seen", set())
-        if key in seen:  # this buffer came back: record on it
-            self._record(slot, key, fn, x)
+        if key in seen:  # these buffers came back: record on them
+            self._record(slot, key, fn, x, y)
             return
         if len(seen) > 256:
             seen.clear()
         seen.add(key)
-        if x_fixed is not None and slot.get("warm"):
-            fkey = self._input_key(x_fixed)
-            x_fixed[...] = x
+        if x_fixed is not None and y_fixed is not None and slot.get("warm"):
+            fkey = (self._buffer_key(x_fixed), self._buffer_key(y_fixed))
+            if x is not x_fixed:
+                self.copy_into(x, x_fixed)
             graph = graphs.get(fkey)
             if graph is not None:
                 graph.launch()
             else:
-                self._record(slot, fkey, fn, x_fixed)
+                self._record(slot, fkey, fn, x_fixed, y_fixed)
+            if y is not y_fixed:
+                self.copy_into(y_fixed, y)
             return
         slot["warm"] = True
-        fn(x)
+        fn(x, y)
 
-    def _record(self, slot: dict, key: tuple, fn: Callable[[Array], None], x: Array) -> None:
+    def _record(self, slot: dict, key: tuple, fn: Callable[[Array, Array], None], x: Array, y: Array) -> None:
         try:
             with self.capture() as rec:
-                fn(x)
+                fn(x, y)
         except Exception as exc:  # cannot record: stay eager for this slot
             slot["eager"] = True
             slot["error"] = repr(exc)
-            fn(x)
+            fn(x, y)
             return
         graphs = slot["graphs"]
         graphs[key] = rec.graph
@@ -582,6 +649,56 @@ class GPUBackend(Backend):
             out[...] = tmp
             return
         self._series_unpad(S, out, 1.0 / L)
+
+    def direct_plan(self, Fhat: Array, K: int, prec: Any, adjoint: bool) -> Callable[[Array, Array], None] | None:
+        """The whole product in one kernel (``native/direct.cu``: direct DFTs,
+        no intermediate arrays) for one right-hand side when ``Nt`` is at most
+        :attr:`direct_max_nt` and one block's DFT work and shared memory are
+        small; None otherwise."""
+        nf, nd, nm = Fhat.shape
+        M = nf - 1
+        n_in = nd if adjoint else nm
+        if (K != 1 or M > self.direct_max_nt or n_in * nf * M > self.direct_max_work or nd * nm == 0
+                or not Fhat.flags.c_contiguous):
+            return None
+        cfg = self._direct_config(M, nd, nm, adjoint, np.dtype(Fhat.dtype), prec.pad, prec.reduce, prec.fft_hat,
+                                  prec.ifft_hat)
+        if cfg is None:
+            return None
+        fn, grid, block, smem, tail = cfg
+        return _PreparedLaunch(fn, grid, block, smem, 2, (Fhat,) + tail)  # run(x, out)
+
+    def _direct_config(self, M: int, nd: int, nm: int, adjoint: bool, ts: np.dtype, tp: np.dtype, to: np.dtype,
+                       tf: np.dtype, ti: np.dtype) -> tuple | None:
+        """Launch set-up of ``btt_direct`` (dtypes: ``Fhat``, pad, reduce, FFT,
+        inverse FFT): output series per block (forward: one row, so there are
+        ``nd`` blocks, each with a warp per frequency and a thread per four
+        of its input transforms' outputs, up to 1024; adjoint: 8 consecutive
+        columns, so the reads of ``Fhat``'s columns fill 128-byte lines),
+        threads, shared memory (None when it does not fit) and the trailing
+        kernel arguments (twiddle tables, sizes)."""
+        nf, L = M + 1, 2 * M
+        n_in, n_out = (nd, nm) if adjoint else (nm, nd)
+        OPB = 8 if adjoint else 1
+        OPB = min(max(OPB, -(-n_out // (4 * self.sm_count))), n_out)
+        # forward: a warp per (row, frequency) pair, and enough threads for the block's DFTs
+        threads = 256 if adjoint else 32 * min(32, max(4, OPB * nf, -(-n_in * nf // 128)))
+
+        def a16(nbytes: int) -> int:
+            return -(-nbytes // 16) * 16
+
+        smem = (a16(nf * n_in * ts.itemsize) + a16(OPB * nf * ti.itemsize) + a16(L * tf.itemsize)
+                + a16(L * ti.itemsize) + n_in * (M | 1) * _C2R[tf].itemsize)
+        limit = int(self._cupy.cuda.Device(self.device_id).attributes.get("MaxSharedMemoryPerBlockOptin", 48 << 10))
+        if smem > min(limit, self.direct_max_smem):
+            return None
+        fn = kernels.kernel("direct.cu", "btt_direct", tp, tf, ts, ti, to, int(adjoint), M, threads)
+        if smem > 48 << 10 and fn.max_dynamic_shared_size_bytes < smem:
+            fn.max_dynamic_shared_size_bytes = smem
+        k = np.arange(L)
+        twf = self._cupy.asarray(np.exp(-1j * np.pi * k / M).astype(tf))  # exp(-2 pi i k / L)
+        twi = self._cupy.asarray(np.exp(1j * np.pi * k / M).astype(ti))
+        return fn, (-(-n_out // OPB),), (threads,), smem, (twf, twi, np.int32(nd), np.int32(nm), np.int32(OPB))
 
     def _fused_config(self, M: int, ctype: np.dtype, B: int, K: int) -> tuple | None:
         """Launch set-up of the fused transforms (native/fft.cu) for length
