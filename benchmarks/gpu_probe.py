@@ -456,32 +456,10 @@ def main(argv=None) -> int:
             emit(what="host_part", piece=name, per_call_us=round(min(best) * 1e6, 2),
                  waited_median_us=round(float(np.median(lat)) * 1e6, 2))
 
-    def part_fft_mid():
-        """Fused transforms at the middle size and the big one: series per block and threads."""
-        for n, nt, real, smems in ((1000, 500, np.float64, (16, 32, 64)), (1000, 500, np.float32, (8, 16, 32, 64)),
-                                   (50, 500, np.float64, (16, 32)), (Nm, Nt, np.float64, (32, 64))):
-            x = cp.random.standard_normal((n, nt, 1)).astype(real)
-            xh = cp.empty((nt + 1, n, 1), np.result_type(real, np.complex64))
-            y = cp.empty((n, nt, 1), real)
-            yh = cp.empty_like(xh)
-            ideal = (x.nbytes + xh.nbytes) / bw
-            for smem_kb in smems:
-                for threads in (None, 128, 256):
-                    be.fused_smem_target, be.fused_threads = smem_kb << 10, threads
-                    be._fused.clear()
-                    t1 = timeit(lambda: be.pad_rfft(x, xh), reps=20)
-                    t2 = timeit(lambda: be.irfft_unpad(yh, y, real), reps=20)
-                    S, thr = be._fused_config(nt, np.dtype(xh.dtype), n, 1)[:2]
-                    emit(what="fftmid", n=n, nt=nt, real=str(np.dtype(real)), smem_kb=smem_kb, S=S, threads=thr,
-                         pad_rfft_us=round(t1 * 1e6, 1), irfft_unpad_us=round(t2 * 1e6, 1),
-                         ideal_us=round(ideal * 1e6, 1))
-        be.fused_smem_target, be.fused_threads = 64 << 10, None
-        be._fused.clear()
-
     for name, fn in (("small", part_small), ("mid", part_mid), ("midvar", part_mid_variants),
                      ("fft", part_fft), ("fftvar", part_fft_variants), ("variants", part_variants), ("engine", part_engine),
                      ("kgemm", part_kgemm), ("k16", part_k16), ("kernels", part_kernels), ("host", part_host),
-                     ("chunks", part_chunks), ("hostparts", part_host_parts), ("fftmid", part_fft_mid)):
+                     ("chunks", part_chunks), ("hostparts", part_host_parts)):
         if name in parts:
             guarded(name, fn)
     if out:
