@@ -124,8 +124,8 @@ class _PreparedLaunch:
     """One kernel's launch with its grid, block, shared memory and trailing
     arguments fixed, packed once; a call sets the leading pointer arguments
     and launches through the driver.  (CuPy's generic launch converts every
-    argument on each call: 5 us of host time for eight arguments, as much as
-    the kernel of a fixture-size product takes on the device.)
+    argument on each call, microseconds of host time that count when the
+    kernel itself takes 3-6 us, as at the fixture size.)
 
     ``tail`` holds CuPy arrays (passed as pointers, kept alive here) and
     NumPy integer scalars (passed as 32-bit ints)."""
@@ -245,7 +245,7 @@ class GPUBackend(Backend):
         self.fused_smem_target = 64 << 10  # shared memory per block of a fused transform (bytes)
         self.fused_threads: int | None = None  # threads per block of a fused transform (None: by size)
         self._fused: dict[tuple, Any] = {}
-        # the one-kernel product of direct_product: Nt up to this (0: never), one block's DFT work
+        # the one-kernel product of direct_plan: Nt up to this (0: never), one block's DFT work
         # (n_in Nf Nt multiply-adds) and shared memory (bytes) up to these
         self.direct_max_nt = int(os.environ.get("FFTMATVEC_DIRECT_MAX_NT", 32))
         self.direct_max_work = 1 << 17
