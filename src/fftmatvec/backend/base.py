@@ -50,7 +50,9 @@ class Backend(abc.ABC):
     def copy_as(self, a: Array, dtype: Any, shape: tuple[int, ...] | None = None) -> Array:
         """A new C-contiguous array holding ``a``'s values cast to ``dtype``,
         reshaped to ``shape`` (same size; default ``a.shape``)."""
-        return a.astype(dtype).reshape(a.shape if shape is None else shape)
+        out = self.empty(a.shape if shape is None else shape, dtype)
+        self.copy_into(a, out)
+        return out
 
     @abc.abstractmethod
     def to_host(self, a: Array) -> np.ndarray:

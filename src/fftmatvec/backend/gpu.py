@@ -120,6 +120,13 @@ def pass_twiddles(radices: list[int]) -> np.ndarray:
     return np.concatenate(parts)
 
 
+def _allow_shared_memory(fn: Any, smem: int) -> None:
+    """Let kernel ``fn`` take ``smem`` bytes of dynamic shared memory (above
+    48 KB a kernel must opt in; up to :attr:`GPUBackend.smem_limit`)."""
+    if smem > 48 << 10 and fn.max_dynamic_shared_size_bytes < smem:
+        fn.max_dynamic_shared_size_bytes = smem
+
+
 class _PreparedLaunch:
     """One kernel's launch with its grid, block, shared memory and trailing
     arguments fixed, packed once; a call sets the leading pointer arguments
@@ -138,7 +145,7 @@ class _PreparedLaunch:
 
         self._cupy = cupy
         self._fn_ptr = int(fn.kernel.ptr)  # the CUfunction of the RawKernel
-        self._fn = fn
+        self._fn = fn  # keeps the module (and so the CUfunction) alive
         self._dims = tuple((tuple(grid) + (1, 1))[:3]) + tuple((tuple(block) + (1, 1))[:3])
         self._smem = int(smem)
         self._ptrs = [ctypes.c_void_p() for _ in range(n_ptrs)]
@@ -150,8 +157,8 @@ class _PreparedLaunch:
                 fixed.append(ctypes.c_int32(int(a)))
             else:
                 raise TypeError(f"_PreparedLaunch: unsupported argument {a!r}")
-        self._tail = tail
-        self._values = self._ptrs + fixed
+        self._tail = tail  # the arrays whose pointers are packed
+        self._values = self._ptrs + fixed  # the ctypes values the parameter array points to
         self._params = (ctypes.c_void_p * len(self._values))(*(ctypes.addressof(v) for v in self._values))
         self._params_ptr = ctypes.addressof(self._params)
 
@@ -206,6 +213,8 @@ class GPUBackend(Backend):
         Shared memory (bytes) and threads per block of the fused transforms
         (``fused_threads`` None: by size); measured on an H200 in
         ``benchmarks/results/h200-probe-fused-fft.jsonl``.
+    smem_limit : int
+        Dynamic shared memory (bytes) one block may opt in to on this device.
     direct_max_nt, direct_max_work, direct_max_smem : int
         When :meth:`direct_plan` takes a product (one kernel instead of
         three): ``Nt`` up to ``direct_max_nt`` (``$FFTMATVEC_DIRECT_MAX_NT``,
@@ -228,6 +237,8 @@ class GPUBackend(Backend):
         self.device_id = int(device)
         props = cupy.cuda.runtime.getDeviceProperties(self.device_id)
         self.sm_count = int(props["multiProcessorCount"])
+        attributes = cupy.cuda.Device(self.device_id).attributes
+        self.smem_limit = int(attributes.get("MaxSharedMemoryPerBlockOptin", 48 << 10))
         self.device_name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
         # measured on an H200 at Nm=5000, Nd=100, Nt=1000 (benchmarks/gpu_probe.py, part kgemm):
         # the native kernels win up to these K (exclusive), cuBLAS's batched GEMM from there
@@ -258,11 +269,6 @@ class GPUBackend(Backend):
     # -- arrays ----------------------------------------------------------
     def to_host(self, a: Array) -> np.ndarray:
         return self._cupy.asnumpy(a)
-
-    def copy_as(self, a: Array, dtype: Any, shape: tuple[int, ...] | None = None) -> Array:
-        out = self._cupy.empty(a.shape if shape is None else shape, dtype)
-        self.copy_into(a, out)
-        return out
 
     def copy_into(self, a: Array, out: Array) -> None:
         """As the base class; contiguous arrays of the same dtype are copied
@@ -689,12 +695,10 @@ class GPUBackend(Backend):
 
         smem = (a16(nf * n_in * ts.itemsize) + a16(OPB * nf * ti.itemsize) + a16(L * tf.itemsize)
                 + a16(L * ti.itemsize) + n_in * (M | 1) * _C2R[tf].itemsize)
-        limit = int(self._cupy.cuda.Device(self.device_id).attributes.get("MaxSharedMemoryPerBlockOptin", 48 << 10))
-        if smem > min(limit, self.direct_max_smem):
+        if smem > min(self.smem_limit, self.direct_max_smem):
             return None
         fn = kernels.kernel("direct.cu", "btt_direct", tp, tf, ts, ti, to, int(adjoint), M, threads)
-        if smem > 48 << 10 and fn.max_dynamic_shared_size_bytes < smem:
-            fn.max_dynamic_shared_size_bytes = smem
+        _allow_shared_memory(fn, smem)
         k = np.arange(L)
         twf = self._cupy.asarray(np.exp(-1j * np.pi * k / M).astype(tf))  # exp(-2 pi i k / L)
         twi = self._cupy.asarray(np.exp(1j * np.pi * k / M).astype(ti))
@@ -712,8 +716,7 @@ class GPUBackend(Backend):
         cfg = None
         radices = fft_radices(M)
         per_series = 2 * (M + 1) * ctype.itemsize  # two ping-pong buffers
-        limit = int(self._cupy.cuda.Device(self.device_id).attributes.get("MaxSharedMemoryPerBlockOptin", 48 << 10))
-        if radices is not None and per_series <= limit:
+        if radices is not None and per_series <= self.smem_limit:
             # series per block: a power of two (dividing K when K > 1: the block's series then share one
             # parameter), within the shared-memory target, no more than the blocks of the grid need
             S = 1
@@ -736,8 +739,7 @@ class GPUBackend(Backend):
             return cfg is not None
         S, threads, smem, twp, twl, radices = cfg
         fn = kernels.kernel("fft.cu", which, src.dtype, ctype, dst.dtype, S.bit_length() - 1, threads, M, *radices)
-        if smem > 48 << 10 and fn.max_dynamic_shared_size_bytes < smem:
-            fn.max_dynamic_shared_size_bytes = smem
+        _allow_shared_memory(fn, smem)
         args = [src, dst, twp, twl, np.int32(B), np.int32(K)]
         if scale is not None:
             args.append(_C2R[np.dtype(ctype)].type(scale))
