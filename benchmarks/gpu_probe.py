@@ -160,24 +160,29 @@ def main(argv=None) -> int:
             be.fft_layout = {"r2c": "fused", "c2r": "fused"}
 
     def part_fft_variants():
-        """Fused transforms: series per block (through the shared-memory target) and threads per block."""
-        for n, K, real, nt in ((Nm, 1, np.float64, Nt), (Nm, 1, np.float32, Nt), (1000, 1, np.float64, 500),
-                               (Nm, 16, np.float64, Nt)):
+        """Fused transforms: series per block S (through the shared-memory target) and threads per block,
+        device time per launch from CUPTI (PyTorch's profiler)."""
+        for n, K, real, nt in ((Nm, 1, np.float64, Nt), (Nm, 1, np.float32, Nt), (Nd, 1, np.float64, Nt),
+                               (1000, 1, np.float64, 500), (1000, 1, np.float32, 500), (50, 1, np.float64, 500),
+                               (50, 1, np.float32, 500)):
             x = cp.random.standard_normal((n, nt, K)).astype(real)
             xh = cp.empty((nt + 1, n, K), np.result_type(real, np.complex64))
             y = cp.empty((n, nt, K), real)
             yh = cp.empty_like(xh)
             ideal = (x.nbytes + xh.nbytes) / bw
-            for smem_kb in (32, 64, 128):
-                for threads in (None, 256):
-                    be.fused_smem_target, be.fused_threads = smem_kb << 10, threads
+            per_series = 2 * (nt + 1) * xh.dtype.itemsize
+            for S in (1, 2, 4, 8, 16):
+                if S * per_series > be.smem_limit:
+                    continue
+                for threads in (None, 128, 256):
+                    be.fused_smem_target, be.fused_threads = S * per_series, threads
                     be._fused.clear()
-                    t1 = timeit(lambda: be.pad_rfft(x, xh), reps=10)
-                    t2 = timeit(lambda: be.irfft_unpad(yh, y, real), reps=10)
-                    S = be._fused_config(nt, np.dtype(xh.dtype), n * K, K)[0]
-                    emit(what="fftvar", n=n, K=K, nt=nt, real=str(np.dtype(real)), smem_kb=smem_kb,
-                         threads=threads, S=S, pad_rfft_us=round(t1 * 1e6, 1), irfft_unpad_us=round(t2 * 1e6, 1),
-                         ideal_us=round(ideal * 1e6, 1))
+                    if be._fused_config(nt, np.dtype(xh.dtype), n * K, K)[0] != S:
+                        continue
+                    t1 = sum(kernel_times(lambda: be.pad_rfft(x, xh)).values())
+                    t2 = sum(kernel_times(lambda: be.irfft_unpad(yh, y, real)).values())
+                    emit(what="fftvar", n=n, K=K, nt=nt, real=str(np.dtype(real)), S=S, threads=threads,
+                         pad_rfft_us=round(t1, 2), irfft_unpad_us=round(t2, 2), ideal_us=round(ideal * 1e6, 2))
         be.fused_smem_target, be.fused_threads = 64 << 10, None
         be._fused.clear()
 
@@ -321,11 +326,31 @@ def main(argv=None) -> int:
         m = cp.asarray(rng.standard_normal((289, 10)))
         emit(what="small-operator", per_call_events_s=timeit(lambda: op.matvec(m), reps=200))
 
+    def kernel_times(fn, n=20):
+        """Device time (us) per call of ``fn`` of each kernel it runs, from
+        PyTorch's profiler (which records every kernel of the process through CUPTI)."""
+        from torch.profiler import ProfilerActivity, profile
+
+        for _ in range(3):
+            fn()
+        be.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(n):
+                fn()
+            be.synchronize()
+        per = {}
+        for ev in prof.key_averages():
+            t = getattr(ev, "device_time_total", None)
+            t = ev.cuda_time_total if t is None else t
+            if t > 0:
+                per[ev.key[:90]] = round(t / n, 2)
+        return per
+
     def part_kernels():
         """Device time per kernel of the untimed (fused, replayed) product."""
-        try:
-            from torch.profiler import ProfilerActivity, profile
-        except ImportError:
+        import importlib.util
+
+        if importlib.util.find_spec("torch") is None:
             emit(what="kernels", error="no torch")
             return
         wanted = args.kernel_sizes.split(",")
@@ -341,20 +366,7 @@ def main(argv=None) -> int:
             for code, adjoint in codes[: 2 if K > 1 else 4]:
                 prec = parse(code)
                 x = cp.random.standard_normal((eng.nd if adjoint else eng.nm, eng.Nt, K)).astype(prec.pad)
-                for _ in range(3):
-                    eng.apply(x, prec, adjoint=adjoint)
-                be.synchronize()
-                n = 20
-                with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                    for _ in range(n):
-                        eng.apply(x, prec, adjoint=adjoint)
-                    be.synchronize()
-                per = {}
-                for ev in prof.key_averages():
-                    t = getattr(ev, "device_time_total", None)
-                    t = ev.cuda_time_total if t is None else t
-                    if t > 0:
-                        per[ev.key[:90]] = round(t / n, 2)  # microseconds per product
+                per = kernel_times(lambda: eng.apply(x, prec, adjoint=adjoint))
                 floor = eng.Fhat[prec.sbgemv].nbytes / bw * 1e6
                 emit(what="kernels", size=label, K=K, code=code, adjoint=adjoint, floor_us=round(floor, 2),
                      total_us=round(sum(per.values()), 2), per_product_us=per)
@@ -400,9 +412,33 @@ def main(argv=None) -> int:
             emit(what="host", call=name, latency_us=round(lat * 1e6, 2), back_to_back_us=round(b2b * 1e6, 2))
             print(text.getvalue()[-3500:], flush=True)
 
+    spin = cp.RawKernel(r"""extern "C" __global__ void spin(long long cycles) {
+        const long long t0 = clock64();
+        while (clock64() - t0 < cycles) {}
+    }""", "spin")
+    clock_hz = cp.cuda.Device().attributes["ClockRate"] * 1e3
+
+    def host_time(fn, n=300, busy_s=0.05):
+        """Median host time of one call of ``fn`` while the device is busy
+        with a spin kernel, so that launches only queue (a loop of calls
+        timed to a final synchronisation measures the device instead when
+        the device work per call is longer than the host's)."""
+        done = cp.cuda.Event(disable_timing=True)
+        spin((1,), (1,), (np.int64(busy_s * clock_hz),))
+        done.record()
+        ts = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+        busy = not done.done
+        be.synchronize()
+        return float(np.median(ts)), busy
+
     def part_host_parts():
-        """Host time per call of the pieces of a fixture-size product (queued,
-        one synchronisation at the end; the device work of each is tiny)."""
+        """Host time per call of the pieces of a fixture-size product (each
+        call timed while the device is busy, so the device's own time does
+        not count), and the waited-for latency of each."""
         from fftmatvec import BTTOperator
 
         rng = np.random.default_rng(0)
@@ -420,8 +456,14 @@ def main(argv=None) -> int:
         staged = GPUBackend()
         staged.direct_max_nt = 0
         op_s = BTTOperator(f, device=staged)
+        unrecorded = GPUBackend()
+        unrecorded.graph_max_bytes = -1
+        op_u = BTTOperator(f, device=unrecorded)
+        stream = cp.cuda.get_current_stream
         pieces = {
             "cupy.empty": lambda: cp.empty((15, 10)),
+            "cupy.ndarray": lambda: cp.ndarray((15, 10)),
+            "get_current_stream().ptr": lambda: stream().ptr,
             "copy_into (memcpy)": lambda: be.copy_into(a, b),
             "graph.launch (one memcpy)": lambda: rec.graph.launch(),
             "reshape": lambda: m.reshape(289, 10, 1),
@@ -429,9 +471,12 @@ def main(argv=None) -> int:
             "_checked": lambda: op._checked(m, 289, "F m", check_device=False),
             "engine.workspace": lambda: op.engine.workspace(False, prec, 1),
             "direct kernel": lambda: ws.direct(m3, ws.y),
+            "direct kernel (2-D arrays)": lambda: ws.direct(m, a),
             "engine.apply (direct)": lambda: op.engine.apply(m3, prec),
             "matvec (direct)": lambda: op.matvec(m),
             "rmatvec (direct)": lambda: op.rmatvec(d),
+            "matvec (direct, not recorded)": lambda: op_u.matvec(m),
+            "rmatvec (direct, not recorded)": lambda: op_u.rmatvec(d),
             "matvec (staged, graph)": lambda: op_s.matvec(m),
             "rmatvec (staged, graph)": lambda: op_s.rmatvec(d),
         }
@@ -439,22 +484,21 @@ def main(argv=None) -> int:
             for _ in range(20):
                 fn()
             be.synchronize()
+            host, busy = host_time(fn)
             n = 400
-            best = []
-            for _ in range(5):
-                t0 = time.perf_counter()
-                for _ in range(n):
-                    fn()
-                be.synchronize()
-                best.append((time.perf_counter() - t0) / n)
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            be.synchronize()
+            queued = (time.perf_counter() - t0) / n
             lat = []
             for _ in range(400):
                 t0 = time.perf_counter()
                 fn()
                 be.synchronize()
                 lat.append(time.perf_counter() - t0)
-            emit(what="host_part", piece=name, per_call_us=round(min(best) * 1e6, 2),
-                 waited_median_us=round(float(np.median(lat)) * 1e6, 2))
+            emit(what="host_part", piece=name, host_us=round(host * 1e6, 2), device_stayed_busy=busy,
+                 queued_per_call_us=round(queued * 1e6, 2), waited_median_us=round(float(np.median(lat)) * 1e6, 2))
 
     for name, fn in (("small", part_small), ("mid", part_mid), ("midvar", part_mid_variants),
                      ("fft", part_fft), ("fftvar", part_fft_variants), ("variants", part_variants), ("engine", part_engine),

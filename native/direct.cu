@@ -44,6 +44,7 @@ __global__ void __launch_bounds__(NTH) btt_direct(const TP* __restrict__ x, TO* 
     typedef typename fmv::real_of<TF>::type RF;
     typedef typename fmv::real_of<TI>::type RI;
     constexpr int L = 2 * M, NF = M + 1, MS = M | 1;  // MS: odd row stride of x in shared memory (no bank conflicts)
+    constexpr int PRE = ADJ ? 16 : 1;  // Fhat values of a column prefetched per thread (adjoint)
     const int n_in = ADJ ? nd : nm, n_out = ADJ ? nm : nd;
     const int o0 = blockIdx.x * OPB;
     const int no = fmv::min_(OPB, n_out - o0);
@@ -61,6 +62,17 @@ __global__ void __launch_bounds__(NTH) btt_direct(const TP* __restrict__ x, TO* 
     off += fmv::align16(L * (int)sizeof(TI));
     RF* xs = reinterpret_cast<RF*>(base + off);
 
+    // Adjoint: the first column of Fhat each thread multiplies, loaded before the DFTs so that these loads
+    // overlap them instead of following them.  (The same for the forward product's rows made no
+    // difference at the fixture's size and cost registers.)
+    const TS* A = Fhat;
+    TS pre[PRE];
+    if (ADJ) {
+        const int p = threadIdx.x;  // pair (f, ol) = (p / no, p % no)
+        const TS* col = A + (index_t)(p / no) * nd * nm + o0 + p % no;
+#pragma unroll
+        for (int q = 0; q < PRE; ++q) pre[q] = (p < NF * no && q < nd) ? FMV_LDG(col + (index_t)q * nm) : fmv::czero<TS>();
+    }
     for (int k = threadIdx.x; k < L; k += NTH) {
         wf[k] = FMV_LDG(twf + k);
         wi[k] = FMV_LDG(twi + k);
@@ -72,27 +84,41 @@ __global__ void __launch_bounds__(NTH) btt_direct(const TP* __restrict__ x, TO* 
     }
     __syncthreads();
 
-    // stages 1-2: x_hat[f, j] = sum_{t < M} x[j, t] exp(-2 pi i f t / L)
-    for (int e = threadIdx.x; e < NF * n_in; e += NTH) {
-        const int f = e / n_in, j = e - f * n_in;
+    // stages 1-2: x_hat[f, j] = sum_{t < M} x[j, t] exp(-2 pi i f t / L).  A thread takes series j and the
+    // FQ frequencies f = g + FG q of group g: it reads each x[j, t] once for all of them, and the threads
+    // of a warp (one g) read the same twiddles (shared-memory broadcasts).  (A thread per (f, j) would read
+    // x and a twiddle per multiply-add: three times the shared-memory traffic.)
+    constexpr int FQ = NF < 16 ? (NF + 1) / 2 : 8, FG = (NF + FQ - 1) / FQ;
+    for (int e = threadIdx.x; e < FG * n_in; e += NTH) {
+        const int g = e / n_in, j = e - g * n_in;
         const RF* xj = xs + j * MS;
-        TF acc = fmv::czero<TF>();
-        int k = 0;  // f t mod L
+        TF acc[FQ];
+        int k[FQ];  // f t mod L
+#pragma unroll
+        for (int q = 0; q < FQ; ++q) {
+            acc[q] = fmv::czero<TF>();
+            k[q] = 0;
+        }
 #pragma unroll
         for (int t = 0; t < M; ++t) {
-            const TF w = wf[k];
-            acc.x += xj[t] * w.x;
-            acc.y += xj[t] * w.y;
-            k += f;
-            k -= k >= L ? L : 0;
+            const RF v = xj[t];
+#pragma unroll
+            for (int q = 0; q < FQ; ++q) {
+                const TF w = wf[k[q]];
+                acc[q].x += v * w.x;
+                acc[q].y += v * w.y;
+                k[q] += g + FG * q;
+                k[q] -= k[q] >= L ? L : 0;
+            }
         }
-        xh[e] = fmv::ccast<TS>(acc);
+#pragma unroll
+        for (int q = 0; q < FQ; ++q)
+            if (g + FG * q < NF) xh[(g + FG * q) * n_in + j] = fmv::ccast<TS>(acc[q]);
     }
     __syncthreads();
 
     // stage 3: y_hat[ol, f] for the block's output series.  Fhat is read from L2 at this size, so its
     // loads are issued four at a time (the sums are latency-bound, not bandwidth-bound).
-    const TS* A = Fhat;
     if (!ADJ) {  // row o of Fhat[f] times x_hat[f]: a warp per (o, f), lanes over the row (coalesced)
         const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
         for (int p = warp; p < no * NF; p += NTH / 32) {
@@ -124,6 +150,12 @@ __global__ void __launch_bounds__(NTH) btt_direct(const TP* __restrict__ x, TO* 
             const TS* xf = xh + f * n_in;
             TS acc = fmv::czero<TS>();
             int i = 0;
+            if (p == (int)threadIdx.x) {  // the prefetched first rows
+#pragma unroll
+                for (int q = 0; q < PRE; ++q)
+                    if (q < nd) fmv::cmac_conj(acc, pre[q], xf[q]);
+                i = PRE;
+            }
             for (; i + 3 < nd; i += 4) {
                 const TS a0 = FMV_LDG(col + (index_t)i * nm), a1 = FMV_LDG(col + (index_t)(i + 1) * nm),
                          a2 = FMV_LDG(col + (index_t)(i + 2) * nm), a3 = FMV_LDG(col + (index_t)(i + 3) * nm);

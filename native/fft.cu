@@ -20,9 +20,12 @@
 // Twiddles come from tables made on the host in float64 and rounded to the
 // transform's precision:
 //   twp: per pass (NS = product of the earlier radices, R its radix), from
-//        offset NS - 1, exp(-2 pi i k r / (NS R)) at k (R - 1) + r - 1 for
-//        k < NS, 1 <= r < R (M - 1 entries in all; consecutive k read
-//        consecutive entries, so the loads of a warp coalesce);
+//        offset NS - 1, exp(-2 pi i k r / (NS R)) at (r - 1) NS + k for
+//        k < NS, 1 <= r < R (M - 1 entries in all; the threads of a warp
+//        have consecutive k, so each of their R - 1 loads reads one
+//        contiguous run: with k (R - 1) + r - 1, r fastest, every load
+//        touched R - 1 times as many cache lines, and the twiddles were most
+//        of the kernel's L1 traffic);
 //   twl[f] = exp(-2 pi i f / L), f <= M.
 //
 // Series index s = p * K + k for the SOTI layout (n, Nt, K): sample t of series
@@ -162,11 +165,11 @@ FMV_DEV void stockham_pass(const C* in, C* out, const C* __restrict__ twp) {
         C v[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) v[r] = src[r * nb];
-        if (NS > 1) {  // this pass's twiddles of k: R - 1 consecutive entries (loads coalesced over k)
-            const C* tw = twp + (NS - 1) + k * (R - 1);
+        if (NS > 1) {  // this pass's twiddles of k: entry k of R - 1 rows of NS
+            const C* tw = twp + (NS - 1) + k;
 #pragma unroll
             for (int r = 1; r < R; ++r) {
-                const C w = FMV_LDG(tw + r - 1);
+                const C w = FMV_LDG(tw + (r - 1) * NS);
                 v[r] = cmul(v[r], DIR < 0 ? w : cconj(w));
             }
         }

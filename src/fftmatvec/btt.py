@@ -24,6 +24,11 @@ def _no_timer(stage: str) -> ContextManager[None]:
     return contextlib.nullcontext()
 
 
+def _with_k(a: Array) -> Array:
+    """``a`` (n, Nt, K) as it is, or (n, Nt) as (n, Nt, 1)."""
+    return a if a.ndim == 3 else a.reshape(a.shape + (1,))
+
+
 @dataclass
 class _Workspace:
     """Buffers of one (direction, precision, K) configuration, made once.
@@ -33,7 +38,8 @@ class _Workspace:
     x_hat: Array  # (Nf, n_in, K) complex, FFT precision
     y_hat: Array  # (Nf, n_out, K) complex, SBGEMV precision
     y: Array  # (n_out, Nt, K) real, reduce precision
-    x_in: Array = None  # (n_in, Nt, K) pad precision: a fixed input buffer for replays
+    replay: bool = False  # run through the backend's replay (recordings of the launches)
+    x_in: Array = None  # (n_in, Nt, K) pad precision: a fixed input buffer for replays of the stages
     direct: Callable[[Array, Array], None] | None = None  # the backend's one-call product, if it has one
     slot: dict = field(default_factory=dict)  # the backend's recording of the stages
 
@@ -78,12 +84,13 @@ class LocalBTT:
             n_in, n_out = (self.nd, self.nm) if adjoint else (self.nm, self.nd)
             Fhat = self.Fhat[prec.sbgemv]
             direct = be.direct_plan(Fhat, K, prec, adjoint)
-            replay = direct is None and be.use_replay(Fhat.nbytes)
+            replay = be.use_replay(Fhat.nbytes)
             self._workspaces[key] = _Workspace(
                 x_hat=be.empty((self.Nf, n_in, K), prec.fft_hat),
                 y_hat=be.empty((self.Nf, n_out, K), prec.sbgemv),
                 y=be.empty((n_out, self.Nt, K), prec.reduce),
-                x_in=be.empty((n_in, self.Nt, K), prec.pad) if replay else None,
+                replay=replay,
+                x_in=be.empty((n_in, self.Nt, K), prec.pad) if replay and direct is None else None,
                 direct=direct,
             )
         return self._workspaces[key]
@@ -101,15 +108,16 @@ class LocalBTT:
         Parameters
         ----------
         x : (nm, Nt, K) real (forward) or (nd, Nt, K) real (adjoint), SOTI
-            Input block on this backend, already rounded to the pad precision.
+            Input block on this backend, already rounded to the pad precision
+            and C-contiguous; ``(n, Nt)`` is taken as ``K = 1``.
         prec : Precision
         adjoint : bool
             ``F^T`` instead of ``F``.
         timer : callable, optional
             ``timer(stage)`` context manager wrapped around each stage.
         out : (nd, Nt, K) or (nm, Nt, K) array, optional
-            Where to write the result (the reduce precision, C-contiguous);
-            with no ``timer`` only.
+            Where to write the result (the reduce precision, C-contiguous;
+            ``(n, Nt)`` when ``K = 1``); with no ``timer`` only.
 
         Returns
         -------
@@ -118,19 +126,25 @@ class LocalBTT:
         the same kind.
         """
         be = self.backend
-        ws = self.workspace(adjoint, prec, x.shape[2])
+        ws = self.workspace(adjoint, prec, x.shape[2] if x.ndim == 3 else 1)
         Fhat = self.Fhat[prec.sbgemv]
         if timer is _no_timer:
             y = ws.y if out is None else out
-            if ws.direct is not None:
-                ws.direct(x, y)
-            elif ws.x_in is None:
-                self._run(x, ws, Fhat, prec, adjoint, y)
-            else:  # fixed buffers: the backend may record the stages once and replay them
-                be.replay(ws.slot, lambda xx, yy: self._run(xx, ws, Fhat, prec, adjoint, yy), x, y, ws.x_in, ws.y)
+            if ws.direct is not None:  # one kernel, which needs only the arrays' addresses: no reshapes
+                if ws.replay:  # a recorded launch costs the host less than a launch (docs/benchmarks.md)
+                    be.replay(ws.slot, ws.direct, x, y)
+                else:
+                    ws.direct(x, y)
+                return y
+            x3, y3 = _with_k(x), _with_k(y)
+            if ws.replay:  # fixed buffers: the backend may record the stages once and replay them
+                be.replay(ws.slot, lambda xx, yy: self._run(xx, ws, Fhat, prec, adjoint, yy), x3, y3, ws.x_in, ws.y)
+            else:
+                self._run(x3, ws, Fhat, prec, adjoint, y3)
             return y
         if out is not None:
             raise ValueError("apply: out= is for untimed products")
+        x = _with_k(x)
         y_pad = self._timed_forward_transform(x, ws, prec, timer)
         with timer("sbgemv"):
             be.sbgemv(Fhat, ws.x_hat, out=ws.y_hat, adjoint=adjoint)

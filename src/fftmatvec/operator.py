@@ -368,16 +368,14 @@ class BTTOperator:
         v = self._checked(v, self.Nd if adjoint else self.Nm, "F^T d" if adjoint else "F m", check_device=False)
         be = self.backend
         native = be.is_native(v)
-        batched = v.ndim == 3
-        x = v if batched else v.reshape(v.shape + (1,))
+        x = v
         if not native or x.dtype != prec.pad or not x.flags.c_contiguous:
             x = be.xp.ascontiguousarray(be.asarray(x, dtype=prec.pad))
         if native and prec.reduce == np.float64:  # the engine writes the caller's array
-            shape = (self.Nm if adjoint else self.Nd, self.Nt)
-            out = be.empty(shape + x.shape[2:] if batched else shape, np.float64)
-            self.engine.apply(x, prec, adjoint=adjoint, out=out if batched else out.reshape(shape + (1,)))
+            out = be.empty((self.Nm if adjoint else self.Nd, self.Nt) + x.shape[2:], np.float64)
+            self.engine.apply(x, prec, adjoint=adjoint, out=out)
             return out
-        return self._result(self.engine.apply(x, prec, adjoint=adjoint), batched, native)
+        return self._result(self.engine.apply(x, prec, adjoint=adjoint), v.ndim == 3, native)
 
     # -- views ---------------------------------------------------------------
     def aslinearoperator(self):

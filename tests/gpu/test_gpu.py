@@ -284,6 +284,35 @@ def test_direct_product_precision_codes(gpu, staged_gpu, rng, code):
         assert rel_err(y, ((op_s.rmatvec if adjoint else op_s.matvec)(x)).get()) < 2 * tol
 
 
+def test_direct_product_replayed(gpu, rng):
+    """The one-kernel product recorded per pair of input and result buffers
+    (the second time a pair comes) and replayed gives what its eager launch
+    gives, and a new pair still launches eagerly."""
+    nd, nm, nt = 15, 289, 10
+    f = rng.standard_normal((nd, nm, nt))
+    eager = GPUBackend()
+    eager.graph_max_bytes = -1
+    op, op_e = BTTOperator(f, device=gpu), BTTOperator(f, device=eager)
+    for adjoint in (False, True):
+        prec = op.precision
+        x = cupy.asarray(rng.standard_normal((nd if adjoint else nm, nt)))
+        y = cupy.full((nm if adjoint else nd, nt), np.nan)
+        ref = (op_e.rmatvec if adjoint else op_e.matvec)(x).get()
+        np.testing.assert_allclose(ref, dense_product(f, x.get()[:, :, None], adjoint)[:, :, 0], rtol=1e-12,
+                                   atol=1e-12 * np.abs(ref).max())
+        for call in range(4):  # eager, recorded, replayed, replayed
+            x[...] = cupy.asarray(rng.standard_normal(x.shape))
+            y[...] = np.nan
+            op.engine.apply(x, prec, adjoint=adjoint, out=y)
+            np.testing.assert_array_equal(y.get(), (op_e.rmatvec if adjoint else op_e.matvec)(x).get())
+        ws = op.engine.workspace(adjoint, prec, 1)
+        assert ws.direct is not None and ws.replay and ws.slot.get("graphs"), ws.slot.get("error")
+        assert not op_e.engine.workspace(adjoint, prec, 1).replay
+        y2 = cupy.full_like(y, np.nan)  # a new result buffer: an eager launch
+        op.engine.apply(x, prec, adjoint=adjoint, out=y2)
+        np.testing.assert_array_equal(y2.get(), y.get())
+
+
 def test_direct_product_not_taken(gpu, rng):
     """Longer series, several right-hand sides and too much work per block go
     to the staged kernels."""

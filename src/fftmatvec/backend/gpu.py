@@ -110,11 +110,11 @@ def pass_twiddles(radices: list[int]) -> np.ndarray:
     """The Stockham passes' twiddles in float64, in the order native/fft.cu
     reads them: pass by pass (``NS`` the product of the earlier radices, ``R``
     the pass's radix), ``exp(-2 pi i k r / (NS R))`` for ``k < NS`` and
-    ``1 <= r < R``, ``r`` fastest (``M - 1`` values; one unused value for ``M = 1``)."""
+    ``1 <= r < R``, ``k`` fastest (``M - 1`` values; one unused value for ``M = 1``)."""
     parts = [np.ones(1, np.complex128)] if not radices else []
     NS = 1
     for R in radices:
-        k, r = np.arange(NS)[:, None], np.arange(1, R)[None, :]
+        r, k = np.arange(1, R)[:, None], np.arange(NS)[None, :]
         parts.append(np.exp(-2j * np.pi * k * r / (NS * R)).ravel())
         NS *= R
     return np.concatenate(parts)
@@ -143,7 +143,8 @@ class _PreparedLaunch:
 
         import cupy
 
-        self._cupy = cupy
+        self._current_stream = cupy.cuda.get_current_stream
+        self._launch = cupy.cuda.driver.launchKernel
         self._fn_ptr = int(fn.kernel.ptr)  # the CUfunction of the RawKernel
         self._fn = fn  # keeps the module (and so the CUfunction) alive
         self._dims = tuple((tuple(grid) + (1, 1))[:3]) + tuple((tuple(block) + (1, 1))[:3])
@@ -165,9 +166,7 @@ class _PreparedLaunch:
     def __call__(self, *arrays: Array) -> None:
         for slot, a in zip(self._ptrs, arrays):
             slot.value = a.data.ptr
-        gx, gy, gz, bx, by, bz = self._dims
-        self._cupy.cuda.driver.launchKernel(self._fn_ptr, gx, gy, gz, bx, by, bz, self._smem,
-                                            self._cupy.cuda.get_current_stream().ptr, self._params_ptr, 0)
+        self._launch(self._fn_ptr, *self._dims, self._smem, self._current_stream().ptr, self._params_ptr, 0)
 
 
 class _Recording:
@@ -199,11 +198,12 @@ class GPUBackend(Backend):
         product (of ``Fhat``'s dtype, adjoint or not) goes to cuBLAS (batched
         GEMM) instead of the native kernel.
     graph_max_bytes : int
-        ``Fhat`` size up to which the engine records its stages as a CUDA graph
-        and replays it (default: always; eager launches measured 18-46% slower
-        per waited-for product at the middle benchmark size and 1-2% at the
-        big one, docs/benchmarks.md); ``$FFTMATVEC_GRAPH_MAX_BYTES``
-        overrides it.
+        ``Fhat`` size up to which the engine records its stages (or its one
+        :meth:`direct_plan` kernel) as a CUDA graph and replays it (default:
+        always; eager launches measured 18-46% slower per waited-for product
+        at the middle benchmark size, 1-2% at the big one, and 1.6 us more
+        host time per call at the fixture size, docs/benchmarks.md);
+        ``$FFTMATVEC_GRAPH_MAX_BYTES`` overrides it.
     fft_layout : dict
         How the transforms of the product run: ``"fused"`` (default,
         ``$FFTMATVEC_R2C``/``$FFTMATVEC_C2R``) the native kernels where the
@@ -235,9 +235,10 @@ class GPUBackend(Backend):
         else:
             device = select_device(device)
         self.device_id = int(device)
+        self._device = cupy.cuda.Device(self.device_id)
         props = cupy.cuda.runtime.getDeviceProperties(self.device_id)
         self.sm_count = int(props["multiProcessorCount"])
-        attributes = cupy.cuda.Device(self.device_id).attributes
+        attributes = self._device.attributes
         self.smem_limit = int(attributes.get("MaxSharedMemoryPerBlockOptin", 48 << 10))
         self.device_name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
         # measured on an H200 at Nm=5000, Nd=100, Nt=1000 (benchmarks/gpu_probe.py, part kgemm):
@@ -279,8 +280,11 @@ class GPUBackend(Backend):
         elif a.nbytes:
             out.data.copy_from_device_async(a.data, a.nbytes)
 
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> Array:
+        return self._cupy.ndarray(shape, dtype)  # what cupy.empty returns, without its Python wrapper
+
     def synchronize(self) -> None:
-        self._cupy.cuda.Device(self.device_id).synchronize()
+        self._device.synchronize()
 
     def mark(self):
         """A CUDA event recorded now on the current stream."""
@@ -678,17 +682,19 @@ class GPUBackend(Backend):
                        tf: np.dtype, ti: np.dtype) -> tuple | None:
         """Launch set-up of ``btt_direct`` (dtypes: ``Fhat``, pad, reduce, FFT,
         inverse FFT): output series per block (forward: one row, so there are
-        ``nd`` blocks, each with a warp per frequency and a thread per four
-        of its input transforms' outputs, up to 1024; adjoint: 8 consecutive
-        columns, so the reads of ``Fhat``'s columns fill 128-byte lines),
-        threads, shared memory (None when it does not fit) and the trailing
-        kernel arguments (twiddle tables, sizes)."""
+        ``nd`` blocks, each with a warp per frequency and a thread per input
+        series and group of frequencies of its DFTs, up to 640 threads (more
+        would leave too few registers); adjoint: 8 consecutive columns, so the
+        reads of ``Fhat``'s columns fill 128-byte lines), threads, shared
+        memory (None when it does not fit) and the trailing kernel arguments
+        (twiddle tables, sizes)."""
         nf, L = M + 1, 2 * M
         n_in, n_out = (nd, nm) if adjoint else (nm, nd)
         OPB = 8 if adjoint else 1
         OPB = min(max(OPB, -(-n_out // (4 * self.sm_count))), n_out)
-        # forward: a warp per (row, frequency) pair, and enough threads for the block's DFTs
-        threads = 256 if adjoint else 32 * min(32, max(4, OPB * nf, -(-n_in * nf // 128)))
+        per_thread = (nf + 1) // 2 if nf < 16 else 8  # frequencies per DFT thread: FQ of direct.cu
+        dft_threads = n_in * -(-nf // per_thread)
+        threads = 256 if adjoint else 32 * min(20, max(4, OPB * nf, -(-dft_threads // 32)))
 
         def a16(nbytes: int) -> int:
             return -(-nbytes // 16) * 16
@@ -718,10 +724,12 @@ class GPUBackend(Backend):
         per_series = 2 * (M + 1) * ctype.itemsize  # two ping-pong buffers
         if radices is not None and per_series <= self.smem_limit:
             # series per block: a power of two (dividing K when K > 1: the block's series then share one
-            # parameter), within the shared-memory target, no more than the blocks of the grid need
+            # parameter), within the shared-memory target, small enough for two blocks per multiprocessor
+            # (1000 series of Nt = 500 in float32: 6.3 us with S = 4 against 8.0-8.5 with S = 8,
+            # benchmarks/results/h200-probe-fftvar.jsonl)
             S = 1
             while (2 * S * per_series <= max(self.fused_smem_target, per_series) and 2 * S <= 64
-                   and S < -(-B // self.sm_count) and (K == 1 or K % (2 * S) == 0)):
+                   and S < -(-B // (2 * self.sm_count)) and (K == 1 or K % (2 * S) == 0)):
                 S *= 2
             threads = self.fused_threads or int(min(512, max(32, 32 * -(-(S * M) // 64))))
             twp = self._cupy.asarray(pass_twiddles(radices).astype(ctype))
