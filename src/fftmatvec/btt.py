@@ -41,7 +41,7 @@ class _Workspace:
     replay: bool = False  # run through the backend's replay (recordings of the launches)
     x_in: Array = None  # (n_in, Nt, K) pad precision: a fixed input buffer for replays of the stages
     direct: Callable[[Array, Array], None] | None = None  # the backend's one-call product, if it has one
-    slot: dict = field(default_factory=dict)  # the backend's recording of the stages
+    slot: dict = field(default_factory=dict)  # the backend's recordings (of the stages or of the one kernel)
 
 
 class LocalBTT:
