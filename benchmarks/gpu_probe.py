@@ -186,6 +186,45 @@ def main(argv=None) -> int:
         be.fused_smem_target, be.fused_threads = 64 << 10, None
         be._fused.clear()
 
+    def part_fft_radices():
+        """Fused transforms with radix 10 (the default: a 10 per pair of factors 2 and 5) against
+        separate passes of 2s and 5s, threads per block by size and 256, device times from CUPTI."""
+        import fftmatvec.backend.gpu as gpu_module
+
+        with_10 = gpu_module.fft_radices
+
+        def without_10(M):
+            """The rule before radix 10: powers of two in 8s, 4 and 2, and the odd primes."""
+            radices = with_10(M)
+            if radices is None or 10 not in radices:
+                return radices
+            n10 = radices.count(10)
+            p2 = 2 ** n10 * int(np.prod([r for r in radices if r in (2, 4, 8)]))
+            return sorted(with_10(p2) + [r for r in radices if r in (3, 5, 7)] + [5] * n10)
+
+        for n, K, real, nt in ((Nm, 1, np.float64, Nt), (Nm, 1, np.float32, Nt), (Nd, 1, np.float64, Nt),
+                               (1000, 1, np.float64, 500), (1000, 1, np.float32, 500), (50, 1, np.float64, 500),
+                               (Nm, 16, np.float64, Nt)):
+            x = cp.random.standard_normal((n, nt, K)).astype(real)
+            xh = cp.empty((nt + 1, n, K), np.result_type(real, np.complex64))
+            y = cp.empty((n, nt, K), real)
+            yh = cp.empty_like(xh)
+            ideal = (x.nbytes + xh.nbytes) / bw
+            for rule, fn in (("radix 10", with_10), ("2s and 5s", without_10)):
+                gpu_module.fft_radices = fn
+                for threads in (None, 256):
+                    be.fused_threads = threads
+                    be._fused.clear()
+                    t1 = sum(kernel_times(lambda: be.pad_rfft(x, xh)).values())
+                    t2 = sum(kernel_times(lambda: be.irfft_unpad(yh, y, real)).values())
+                    cfg = be._fused_config(nt, np.dtype(xh.dtype), n * K, K)
+                    emit(what="fftradix", n=n, K=K, nt=nt, real=str(np.dtype(real)), rule=rule,
+                         radices=list(cfg[5]), S=cfg[0], threads=cfg[1], pad_rfft_us=round(t1, 2),
+                         irfft_unpad_us=round(t2, 2), ideal_us=round(ideal * 1e6, 2))
+        gpu_module.fft_radices = with_10
+        be.fused_threads = None
+        be._fused.clear()
+
     def part_mid_variants():
         nf, nd, nm = 501, 50, 1000
         for ta in (C128, C64):
@@ -501,7 +540,7 @@ def main(argv=None) -> int:
                  queued_per_call_us=round(queued * 1e6, 2), waited_median_us=round(float(np.median(lat)) * 1e6, 2))
 
     for name, fn in (("small", part_small), ("mid", part_mid), ("midvar", part_mid_variants),
-                     ("fft", part_fft), ("fftvar", part_fft_variants), ("variants", part_variants), ("engine", part_engine),
+                     ("fft", part_fft), ("fftvar", part_fft_variants), ("fftradix", part_fft_radices), ("variants", part_variants), ("engine", part_engine),
                      ("kgemm", part_kgemm), ("k16", part_k16), ("kernels", part_kernels), ("host", part_host),
                      ("chunks", part_chunks), ("hostparts", part_host_parts)):
         if name in parts:

@@ -14,7 +14,7 @@
 // post-processing pass (pre-processing for the inverse):
 //   X[f] = E[f] + W^f O[f],  E = (Z[f] + conj Z[M-f]) / 2,  O = (Z[f] - conj Z[M-f]) / 2i,  W = exp(-2 pi i / L).
 // The complex transform is an iterative Stockham autosort FFT over the radices
-// Rs... (template arguments, product M; radices 2, 3, 4, 5, 7, 8), ping-ponging
+// Rs... (template arguments, product M; radices 2, 3, 4, 5, 7, 8, 10), ping-ponging
 // between two shared buffers; M, the radices and S are compile-time constants
 // (one NVRTC instantiation per length, made on first use and cached).
 // Twiddles come from tables made on the host in float64 and rounded to the
@@ -149,6 +149,28 @@ template <int R, int DIR> struct DftOdd {
 template <int DIR> struct Dft<3, DIR> : DftOdd<3, DIR> {};
 template <int DIR> struct Dft<5, DIR> : DftOdd<5, DIR> {};
 template <int DIR> struct Dft<7, DIR> : DftOdd<7, DIR> {};
+
+// Radix 10 as 2 x 5 in registers (one pass where a 2 and a 5 would take two):
+// X[q] = E[q] + w^q O[q], X[q + 5] = E[q] - w^q O[q], w = exp(DIR 2 pi i / 10), E and O the
+// 5-point DFTs of the even and odd inputs.
+template <int DIR> struct Dft<10, DIR> {
+    template <typename C> static FMV_DEV void run(C* v) {
+        typedef typename real_of<C>::type T;
+        C e[5] = {v[0], v[2], v[4], v[6], v[8]}, o[5] = {v[1], v[3], v[5], v[7], v[9]};
+        Dft<5, DIR>::run(e);
+        Dft<5, DIR>::run(o);
+        const T c[5] = {1, 0.80901699437494742410, 0.30901699437494742410, -0.30901699437494742410,
+                        -0.80901699437494742410};  // cos(2 pi q / 10)
+        const T sn[5] = {0, 0.58778525229247312917, 0.95105651629515357212, 0.95105651629515357212,
+                         0.58778525229247312917};  // sin(2 pi q / 10)
+#pragma unroll
+        for (int q = 0; q < 5; ++q) {
+            const C wo = q == 0 ? o[0] : cmul(o[q], cmake<C>(c[q], DIR * sn[q]));
+            v[q] = csum(e[q], wo);
+            v[q + 5] = csub(e[q], wo);
+        }
+    }
+};
 
 // One Stockham pass of radix R over the S series of length M (row stride
 // M + 1) from `in` to `out`; NS = product of the radices of the earlier
@@ -301,11 +323,13 @@ __global__ void __launch_bounds__(NT, (1024 / NT > 0 ? 1024 / NT : 1)) irfft_unp
 #define FMV_IRFFT(TI, TC, TO, ...)                                                                                \
     template __global__ void irfft_unpad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, \
                                                                    typename fmv::real_of<TC>::type);
+FMV_RFFT(double, double2, double2, 1, 512, 1000, 10, 10, 10)
 FMV_RFFT(double, double2, double2, 1, 512, 1000, 5, 5, 5, 8)
 FMV_RFFT(double, float2, float2, 2, 256, 500, 4, 5, 5, 5)
 FMV_RFFT(float, double2, double2, 3, 64, 10, 2, 5)
 FMV_RFFT(double, double2, double2, 0, 32, 1)
-FMV_IRFFT(double2, double2, double, 1, 512, 1000, 5, 5, 5, 8)
+FMV_IRFFT(double2, double2, double, 1, 512, 1000, 10, 10, 10)
+FMV_IRFFT(float2, float2, float, 2, 512, 500, 5, 10, 10)
 FMV_IRFFT(float2, double2, double, 0, 32, 21, 3, 7)
 FMV_IRFFT(float2, float2, float, 2, 256, 500, 4, 5, 5, 5)
 #endif

@@ -437,9 +437,10 @@ def test_pad_rfft_fused(layout_gpu, rng, K, tin, tout):
         assert rel_err(y.get(), x) < (1e-5 if np.float32 in (tin, tout) else 1e-13)
 
 
-# Nt for the fused transforms: every radix (2, 3, 4, 5, 7, 8), Nt = 1, the big and mid target sizes;
+# Nt for the fused transforms: every radix (2, 3, 4, 5, 7, 8, 10), Nt = 1, the big and mid target sizes;
 # 11 and 13 have no fused plan and take cuFFT
-FUSED_NT = [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 21, 30, 49, 60, 64, 105, 128, 210, 500, 1000, 11, 13]
+FUSED_NT = [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 21, 30, 49, 60, 64, 100, 105, 128, 210, 250, 400, 500, 1000,
+            11, 13]
 
 
 @pytest.mark.parametrize("nt", FUSED_NT)

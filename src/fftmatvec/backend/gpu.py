@@ -94,11 +94,16 @@ def _pow2_at_least(n: int) -> int:
 
 def fft_radices(M: int) -> list[int] | None:
     """Radices of the fused transform's complex FFT of length ``M`` (the
-    real length is ``2 M``): powers of two in 8s, then 4 and 2, and the odd
-    primes 3, 5 and 7, applied smallest first (the first pass stores with a
-    stride of the radix, so small first means fewer shared-memory bank
-    conflicts); None when ``M`` has a prime factor above 7 (cuFFT then)."""
+    real length is ``2 M``): a 10 for each pair of factors 2 and 5 (one pass
+    instead of two: every pass reads and writes the series in shared memory
+    once), the other powers of two in 8s, then 4 and 2, and the odd primes
+    3, 5 and 7, applied smallest first (the first pass stores with a stride
+    of the radix, so small first means fewer shared-memory bank conflicts);
+    None when ``M`` has a prime factor above 7 (cuFFT then)."""
     radices = []
+    while M % 10 == 0:
+        radices.append(10)
+        M //= 10
     for r in (8, 4, 2, 5, 3, 7):
         while M % r == 0:
             radices.append(r)
