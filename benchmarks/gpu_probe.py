@@ -226,26 +226,33 @@ def main(argv=None) -> int:
         be._fused.clear()
 
     def part_mid_variants():
-        nf, nd, nm = 501, 50, 1000
-        for ta in (C128, C64):
-            A = rand_c((nf, nd, nm), ta)
-            floor = A.nbytes / bw
-            x = rand_c((nf, nm, 1), ta)
-            y = cp.empty((nf, nd, 1), ta)
-            for v in (dict(), dict(S=1), dict(S=2), dict(R=2), dict(R=4), dict(U=2), dict(U=8), dict(R=2, U=2),
-                      dict(R=2, U=8), dict(R=4, U=2), dict(R=2, S=2), dict()):
-                fn, grid, block, smem, tail, S = be._fwd_config(nf, nd, nm, 1, ta, ta, **v)
-                out = y if S == 1 else cp.empty((S,) + y.shape, ta)
-                t = timeit(lambda: fn(grid, block, (A, x, out) + tail, shared_mem=smem), reps=50)
-                emit(what="sbgemv_fwd", size="mid", ta=str(ta), tx=str(ta), variant=dict(v, S=S), time_s=t,
-                     floor_ratio=t / floor)
-            d = rand_c((nf, nd, 1), ta)
-            m = cp.empty((nf, nm, 1), ta)
-            for v in (dict(), dict(U=2), dict(U=8), dict(T=128), dict(T=512), dict(flat=False), dict()):
-                fn, grid, block, smem, tail, S = be._adj_config(nf, nd, nm, 1, ta, ta, **v)
-                t = timeit(lambda: fn(grid, block, (A, d, m) + tail, shared_mem=smem), reps=50)
-                emit(what="sbgemv_adj", size="mid", ta=str(ta), tx=str(ta), variant=v, time_s=t,
-                     floor_ratio=t / floor)
+        """Launch parameters of the product kernels, device times from CUPTI: every variant at the
+        middle size; in complex64 also the big size and an input vector in complex128 (the mixed codes)."""
+        for size, nf, nd, nm in (("mid", 501, 50, 1000), ("big", Nf, Nd, Nm)):
+            for ta in ((C128, C64) if size == "mid" else (C64,)):
+                A = rand_c((nf, nd, nm), ta)
+                floor = A.nbytes / bw
+                for tx in ((ta,) if ta == C128 else (C64, C128)):
+                    x = rand_c((nf, nm, 1), tx)
+                    y = cp.empty((nf, nd, 1), ta)
+                    fwd = ((dict(), dict(U=2), dict(U=8), dict(R=2), dict(R=2, U=2), dict(S=2)) if size == "mid"
+                           else (dict(), dict(U=2)))
+                    for v in fwd:
+                        fn, grid, block, smem, tail, S = be._fwd_config(nf, nd, nm, 1, ta, tx, **v)
+                        out = y if S == 1 else cp.empty((S,) + y.shape, ta)
+                        t = sum(kernel_times(lambda: fn(grid, block, (A, x, out) + tail, shared_mem=smem)).values())
+                        emit(what="sbgemv_fwd", size=size, ta=str(ta), tx=str(tx), variant=dict(v, S=S),
+                             device_s=t * 1e-6, floor_ratio=t * 1e-6 / floor)
+                    d = rand_c((nf, nd, 1), tx)
+                    m = cp.empty((nf, nm, 1), ta)
+                    adj = ((dict(), dict(U=2), dict(U=8), dict(T=128), dict(T=512), dict(VEC=1), dict(flat=False))
+                           if size == "mid" else (dict(), dict(U=8)))
+                    for v in adj:
+                        fn, grid, block, smem, tail, S = be._adj_config(nf, nd, nm, 1, ta, tx, **v)
+                        t = sum(kernel_times(lambda: fn(grid, block, (A, d, m) + tail, shared_mem=smem)).values())
+                        emit(what="sbgemv_adj", size=size, ta=str(ta), tx=str(tx), variant=v, device_s=t * 1e-6,
+                             floor_ratio=t * 1e-6 / floor)
+                del A
 
     def part_kgemm():
         eng = get_big()

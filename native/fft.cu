@@ -17,6 +17,11 @@
 // Rs... (template arguments, product M; radices 2, 3, 4, 5, 7, 8, 10), ping-ponging
 // between two shared buffers; M, the radices and S are compile-time constants
 // (one NVRTC instantiation per length, made on first use and cached).
+// Global memory is read or written inside the passes where it can be, since
+// shared-memory traffic bounds these kernels (each element goes through
+// shared memory once per pass): rfft_pad's first pass reads its butterflies'
+// samples from x (never the zero half), and irfft_unpad's last pass writes
+// the samples y keeps.
 // Twiddles come from tables made on the host in float64 and rounded to the
 // transform's precision:
 //   twp: per pass (NS = product of the earlier radices, R its radix), from
@@ -50,6 +55,11 @@ template <typename C> FMV_DEV C cscale(const C a, typename real_of<C>::type s) {
 
 // In-place DFT of R values, sign DIR of the exponent (-1 forward, +1 inverse), unnormalised.
 template <int R, int DIR> struct Dft;
+
+// M = 1: the transform is one pass of radix 1
+template <int DIR> struct Dft<1, DIR> {
+    template <typename C> static FMV_DEV void run(C*) {}
+};
 
 template <int DIR> struct Dft<2, DIR> {
     template <typename C> static FMV_DEV void run(C* v) {
@@ -172,6 +182,34 @@ template <int DIR> struct Dft<10, DIR> {
     }
 };
 
+// Work item e of a pass over S series of nb butterflies: series s, butterfly
+// j.  Series fastest when the S series of a block are adjacent in global
+// memory (K > 1: one time step of them is one contiguous run), butterfly
+// fastest otherwise (K == 1: a series is contiguous).
+template <int S, int LOGS, int nb> FMV_DEV void work_item(int e, int K, int& s, int& j) {
+    if (K == 1) {
+        s = e / nb;
+        j = e - s * nb;
+    } else {
+        s = e & (S - 1);
+        j = e >> LOGS;
+    }
+}
+
+// The twiddles of butterfly k of a pass (NS = product of the earlier
+// radices: entry k of R - 1 rows of NS in twp), then its DFT.
+template <int R, int DIR, int NS, typename C> FMV_DEV void twiddle_dft(C* v, const C* __restrict__ twp, int k) {
+    if (NS > 1) {
+        const C* tw = twp + (NS - 1) + k;
+#pragma unroll
+        for (int r = 1; r < R; ++r) {
+            const C w = FMV_LDG(tw + (r - 1) * NS);
+            v[r] = cmul(v[r], DIR < 0 ? w : cconj(w));
+        }
+    }
+    Dft<R, DIR>::run(v);
+}
+
 // One Stockham pass of radix R over the S series of length M (row stride
 // M + 1) from `in` to `out`; NS = product of the radices of the earlier
 // passes.  All sizes are compile-time constants, so the index arithmetic has
@@ -187,18 +225,104 @@ FMV_DEV void stockham_pass(const C* in, C* out, const C* __restrict__ twp) {
         C v[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) v[r] = src[r * nb];
-        if (NS > 1) {  // this pass's twiddles of k: entry k of R - 1 rows of NS
-            const C* tw = twp + (NS - 1) + k;
-#pragma unroll
-            for (int r = 1; r < R; ++r) {
-                const C w = FMV_LDG(tw + (r - 1) * NS);
-                v[r] = cmul(v[r], DIR < 0 ? w : cconj(w));
-            }
-        }
-        Dft<R, DIR>::run(v);
+        twiddle_dft<R, DIR, NS>(v, twp, k);
         C* dst = out + s * ld + (j - k) * R + k;
 #pragma unroll
         for (int r = 0; r < R; ++r) dst[r * NS] = v[r];
+    }
+}
+
+template <typename T> struct pair_of;
+template <> struct pair_of<float> { typedef float2 type; };
+template <> struct pair_of<double> { typedef double2 type; };
+
+// Sample t of series s of a block whose series start at xb is xb[s * ss + t * K]
+// with ss = M when K == 1, else 1 (the S series of a block are adjacent
+// columns of the (n, M, K) array).  Samples 2m and 2m + 1 go as one pair
+// (one 2 * sizeof(T) access) when the series are contiguous, M is even and xb
+// is aligned to a pair (a caller's view may not be).
+template <int M, typename T> FMV_DEV bool pairs_aligned(const T* xb, int K) {
+    return M % 2 == 0 && K == 1 && reinterpret_cast<unsigned long long>(xb) % (2 * sizeof(T)) == 0;
+}
+
+// The first pass of the forward transform (NS = 1), from global memory:
+// butterfly j of series s takes z[j + r nb] = x[2 (j + r nb)] + i x[2 (j + r nb) + 1]
+// for r < R, zero from sample M on; the r whose samples are all padding
+// (2 r nb >= M) are zero at compile time and never loaded.
+template <int R, int M, int S, int LOGS, int NT, typename TI, typename C>
+FMV_DEV void first_pass_from_global(const TI* __restrict__ xb, int ns, int K, C* out) {
+    typedef typename real_of<C>::type TR;
+    constexpr int nb = M / R, ld = M + 1;
+    const int ss = K == 1 ? M : 1;
+    const bool pairs = pairs_aligned<M>(xb, K);
+#pragma unroll 1
+    for (int e = threadIdx.x; e < S * nb; e += NT) {
+        int s, j;
+        work_item<S, LOGS, nb>(e, K, s, j);
+        const TI* xs = xb + (index_t)s * ss;
+        C v[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int t = 2 * (j + r * nb);
+            v[r] = czero<C>();
+            if (2 * r * nb >= M || s >= ns) continue;
+            if (2 * (r + 1) * nb <= M) {  // both samples of every j are data
+                if (pairs) {
+                    const typename pair_of<TI>::type p =
+                        FMV_LDG(reinterpret_cast<const typename pair_of<TI>::type*>(xs + t));
+                    v[r] = cmake<C>((TR)p.x, (TR)p.y);
+                } else {
+                    v[r] = cmake<C>((TR)FMV_LDG(xs + (index_t)t * K), (TR)FMV_LDG(xs + (index_t)(t + 1) * K));
+                }
+            } else {
+                if (t < M) v[r].x = (TR)FMV_LDG(xs + (index_t)t * K);
+                if (t + 1 < M) v[r].y = (TR)FMV_LDG(xs + (index_t)(t + 1) * K);
+            }
+        }
+        twiddle_dft<R, -1, 1>(v, (const C*)nullptr, 0);
+        C* dst = out + s * ld + j * R;
+#pragma unroll
+        for (int r = 0; r < R; ++r) dst[r] = v[r];
+    }
+}
+
+// The last pass of the inverse transform (NS R = M), to global memory:
+// butterfly k of series s gives z[m] = (y[2m], y[2m+1]), m = k + r NS, of
+// which the samples below M are scaled, cast and stored.
+template <int R, int M, int S, int LOGS, int NT, typename TO, typename C>
+FMV_DEV void last_pass_to_global(const C* in, const C* __restrict__ twp, TO* yb, int ns, int K,
+                                 typename real_of<C>::type scale) {
+    constexpr int NS = M / R, ld = M + 1;
+    const int ss = K == 1 ? M : 1;
+    const bool pairs = pairs_aligned<M>(yb, K);
+#pragma unroll 1
+    for (int e = threadIdx.x; e < S * NS; e += NT) {
+        int s, k;
+        work_item<S, LOGS, NS>(e, K, s, k);
+        const C* src = in + s * ld + k;
+        C v[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) v[r] = src[r * NS];
+        twiddle_dft<R, 1, NS>(v, twp, k);
+        if (s >= ns) continue;
+        TO* ys = yb + (index_t)s * ss;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int t = 2 * (k + r * NS);
+            if (2 * r * NS >= M) continue;  // padding: dropped
+            if (2 * (r + 1) * NS <= M) {
+                if (pairs) {
+                    typedef typename pair_of<TO>::type P;
+                    *reinterpret_cast<P*>(ys + t) = cmake<P>((TO)(scale * v[r].x), (TO)(scale * v[r].y));
+                } else {
+                    ys[(index_t)t * K] = (TO)(scale * v[r].x);
+                    ys[(index_t)(t + 1) * K] = (TO)(scale * v[r].y);
+                }
+            } else {
+                if (t < M) ys[(index_t)t * K] = (TO)(scale * v[r].x);
+                if (t + 1 < M) ys[(index_t)(t + 1) * K] = (TO)(scale * v[r].y);
+            }
+        }
     }
 }
 
@@ -220,6 +344,43 @@ struct Passes<DIR, M, NS, S, NT, C, R, Rest...> {
     }
 };
 
+// The forward transform of the block's series xb into buf0 or buf1 (returned):
+// the first pass from global memory, the others in shared memory.
+template <int M, int S, int LOGS, int NT, typename C, int... Rs> struct ForwardPasses;
+template <int M, int S, int LOGS, int NT, typename C, int R, int... Rest>
+struct ForwardPasses<M, S, LOGS, NT, C, R, Rest...> {
+    template <typename TI>
+    static FMV_DEV C* run(const TI* xb, int ns, int K, C* buf0, C* buf1, const C* twp) {
+        first_pass_from_global<R, M, S, LOGS, NT>(xb, ns, K, buf0);
+        return Passes<-1, M, R, S, NT, C, Rest...>::run(buf0, buf1, twp);
+    }
+};
+template <int M, int S, int LOGS, int NT, typename C>
+struct ForwardPasses<M, S, LOGS, NT, C> : ForwardPasses<M, S, LOGS, NT, C, 1> {};  // M = 1
+
+// The inverse transform of the pre-processed series in `in` into yb: the
+// passes in shared memory, the last one to global memory.
+template <int M, int NS, int S, int LOGS, int NT, typename C, int... Rs> struct InversePasses;
+template <int M, int NS, int S, int LOGS, int NT, typename C, int R>
+struct InversePasses<M, NS, S, LOGS, NT, C, R> {
+    template <typename TO>
+    static FMV_DEV void run(C* in, C*, const C* twp, TO* yb, int ns, int K, typename real_of<C>::type scale) {
+        __syncthreads();
+        last_pass_to_global<R, M, S, LOGS, NT>(in, twp, yb, ns, K, scale);
+    }
+};
+template <int M, int NS, int S, int LOGS, int NT, typename C, int R, int R2, int... Rest>
+struct InversePasses<M, NS, S, LOGS, NT, C, R, R2, Rest...> {
+    template <typename TO>
+    static FMV_DEV void run(C* in, C* out, const C* twp, TO* yb, int ns, int K, typename real_of<C>::type scale) {
+        __syncthreads();
+        stockham_pass<R, 1, M, NS, S, NT>(in, out, twp);
+        InversePasses<M, NS * R, S, LOGS, NT, C, R2, Rest...>::run(out, in, twp, yb, ns, K, scale);
+    }
+};
+template <int M, int NS, int S, int LOGS, int NT, typename C>
+struct InversePasses<M, NS, S, LOGS, NT, C> : InversePasses<M, NS, S, LOGS, NT, C, 1> {};  // M = 1
+
 }  // namespace fmv
 
 // Series s of the block is s0 + sl; for K > 1, S divides K, so the S series
@@ -232,30 +393,13 @@ template <typename TI, typename TC, typename TO, int LOGS, int NT, int M, int...
 __global__ void __launch_bounds__(NT, (1024 / NT > 0 ? 1024 / NT : 1)) rfft_pad(const TI* __restrict__ x, TO* __restrict__ X, const TC* __restrict__ twp,
                          const TC* __restrict__ twl, int B, int K) {
     typedef typename fmv::real_of<TC>::type TR;
-    constexpr int S = 1 << LOGS, ld = M + 1, L = 2 * M;
+    constexpr int S = 1 << LOGS, ld = M + 1;
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     TC* buf0 = reinterpret_cast<TC*>(fmv_smem);
     TC* buf1 = buf0 + S * ld;
     const int s0 = blockIdx.x * S;
     const int ns = fmv::min_(S, B - s0);
-    // load, zero-padded, as the real view of buf0 (series sl holds 2 ld reals)
-    TR* zr = reinterpret_cast<TR*>(buf0);
-    if (K == 1) {
-#pragma unroll
-        for (int sl = 0; sl < S; ++sl) {
-            const TI* xs = x + (index_t)(s0 + sl) * M;
-#pragma unroll 4
-            for (int t = threadIdx.x; t < L; t += NT) zr[sl * 2 * ld + t] = (sl < ns && t < M) ? (TR)xs[t] : (TR)0;
-        }
-    } else {
-        const TI* xs = x + series_base(s0, K, M);
-#pragma unroll 4
-        for (int e = threadIdx.x; e < S * L; e += NT) {
-            const int t = e >> LOGS, sl = e & (S - 1);
-            zr[sl * 2 * ld + t] = (sl < ns && t < M) ? (TR)xs[(index_t)t * K + sl] : (TR)0;
-        }
-    }
-    const TC* Z = fmv::Passes<-1, M, 1, S, NT, TC, Rs...>::run(buf0, buf1, twp);
+    const TC* Z = fmv::ForwardPasses<M, S, LOGS, NT, TC, Rs...>::run(x + series_base(s0, K, M), ns, K, buf0, buf1, twp);
 #pragma unroll 2
     for (int e = threadIdx.x; e < (M + 1) * S; e += NT) {
         const int f = e >> LOGS, sl = e & (S - 1);
@@ -271,11 +415,14 @@ __global__ void __launch_bounds__(NT, (1024 / NT > 0 ? 1024 / NT : 1)) rfft_pad(
 }
 
 // Stages 4-5: y_s[t] = scale * sum_f' Y[f * B + s] exp(2 pi i f t / L), t < M = Nt (Hermitian extension of
-// f = 0..M, TI -> TC arithmetic -> TO).
+// f = 0..M, TI -> TC arithmetic -> TO).  Y is loaded into shared memory first: the pre-processing reads
+// Y[f] and Y[M - f], and reading them from global memory (runs of S values, so a warp's load touches 32 / S
+// cache lines) twice cost more than a shared-memory round trip: on the H200, 5000 series of Nt = 1000 took
+// 88.2 us in float64 (256 threads) and 47.8 us in float32 (512) that way, 83.4 and 45.5 us this way
+// (benchmarks/results/h200-probe-fused-io-v1.jsonl and h200-probe-fused-io.jsonl, --parts fftradix).
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int M, int... Rs>
 __global__ void __launch_bounds__(NT, (1024 / NT > 0 ? 1024 / NT : 1)) irfft_unpad(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp,
                             const TC* __restrict__ twl, int B, int K, typename fmv::real_of<TC>::type scale) {
-    typedef typename fmv::real_of<TC>::type TR;
     constexpr int S = 1 << LOGS, ld = M + 1;
     extern __shared__ double2 fmv_smem[];
     TC* buf0 = reinterpret_cast<TC*>(fmv_smem);
@@ -297,22 +444,7 @@ __global__ void __launch_bounds__(NT, (1024 / NT > 0 ? 1024 / NT : 1)) irfft_unp
         const TC D = fmv::cmul(fmv::csub(a, b), fmv::cconj(FMV_LDG(twl + f)));
         buf0[sl * ld + f] = fmv::csum(fmv::csum(a, b), fmv::times_i(D));
     }
-    const TC* Z = fmv::Passes<1, M, 1, S, NT, TC, Rs...>::run(buf0, buf1, twp);
-    const TR* zr = reinterpret_cast<const TR*>(Z);
-    if (K == 1) {
-#pragma unroll
-        for (int sl = 0; sl < S; ++sl) {
-            if (sl >= ns) break;
-            TO* ys = y + (index_t)(s0 + sl) * M;
-            for (int t = threadIdx.x; t < M; t += NT) ys[t] = (TO)(scale * zr[sl * 2 * ld + t]);
-        }
-    } else {
-        TO* ys = y + series_base(s0, K, M);
-        for (int e = threadIdx.x; e < S * M; e += NT) {
-            const int t = e >> LOGS, sl = e & (S - 1);
-            if (sl < ns) ys[(index_t)t * K + sl] = (TO)(scale * zr[sl * 2 * ld + t]);
-        }
-    }
+    fmv::InversePasses<M, 1, S, LOGS, NT, TC, Rs...>::run(buf0, buf1, twp, y + series_base(s0, K, M), ns, K, scale);
 }
 
 #ifdef FFTMATVEC_INSTANTIATE

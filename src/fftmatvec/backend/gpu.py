@@ -737,6 +737,11 @@ class GPUBackend(Backend):
                    and S < -(-B // (2 * self.sm_count)) and (K == 1 or K % (2 * S) == 0)):
                 S *= 2
             threads = self.fused_threads or int(min(512, max(32, 32 * -(-(S * M) // 64))))
+            if self.fused_threads is None and ctype.itemsize == 16 and -(-B // S) >= 4 * self.sm_count:
+                # complex128 over many waves of blocks: 256 threads let three blocks share a multiprocessor
+                # (two of 512 by registers); the big size's inverse took 83 us against 92 us with 512
+                # (benchmarks/results/h200-probe-fused-io.jsonl), the middle size's 250 blocks were faster with 512
+                threads = min(threads, 256)
             twp = self._cupy.asarray(pass_twiddles(radices).astype(ctype))
             twl = self._cupy.asarray(np.exp(-1j * np.pi * np.arange(M + 1) / M).astype(ctype))  # L = 2 M
             cfg = (S, threads, S * per_series, twp, twl, tuple(radices))
@@ -854,9 +859,12 @@ class GPUBackend(Backend):
         if R is None:
             R = (2 if c128 else 1) if KB == 1 else {2: 4, 4: 2, 8: 2 if not c128 else 1, 16: 2}[KB]
             R = min(R, _pow2_at_least(nd)) if nd < R else R
-        if U is None:
-            U = (4 if KB == 1 else (2 if KB <= 8 else 1))
         ncol = col1 - col0
+        if U is None:
+            # complex64 below 1 GiB of Fhat: two loads in flight per lane, not four (middle size: 48.9 us against
+            # 52.1 us; big size: 943 against 931 us, benchmarks/results/h200-probe-fused-io.jsonl)
+            small64 = not c128 and nf * nd * ncol * ta.itemsize < (1 << 30)
+            U = ((2 if small64 else 4) if KB == 1 else (2 if KB <= 8 else 1))
         G = min(32, _pow2_at_least(max(1, -(-ncol // (VEC * U)))))
         fn = kernels.kernel("sbgemv.cu", "sbgemv_fwd", ta, tx, R, U, VEC, KB)
         threads = 256
@@ -895,7 +903,9 @@ class GPUBackend(Backend):
             # balanced one (no idle last wave when there are few blocks per multiprocessor)
             flat = K == 1 and self.adj_flat and nf * nd * ncol * ta.itemsize < (512 << 20)
         if flat:  # one right-hand side: balanced column ranges, one block per resident slot
-            U = U or 4
+            # eight rows in flight when the vector is wider than Fhat (complex128 into a complex64 product:
+            # 52.3 us against 56.0 us with four at the middle size, benchmarks/results/h200-probe-fused-io.jsonl)
+            U = U or (8 if np.dtype(tx).itemsize > ta.itemsize else 4)
             fn = kernels.kernel("sbgemv.cu", "sbgemv_adj_flat", ta, tx, U, VEC)
             units = nf * (ncol // VEC)
             P = max(1, min(self.sm_count * self._resident_blocks(fn, T), -(-units // T)))
