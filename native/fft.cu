@@ -39,7 +39,7 @@
 // imaginary parts of Y[0] and Y[M].
 //
 // Launch: gridDim.x = ceil(B / S) with S = 2^LOGS (a divisor of K when K > 1),
-// blockDim.x = NT (a multiple of 32), dynamic shared memory 2 * S * (M + 1) * sizeof(TC).
+// blockDim.x = NT (a multiple of 32), dynamic shared memory 2 * S * Row<M, S, TC>::ld * sizeof(TC).
 #include "fftmatvec_common.cuh"
 
 using fmv::index_t;
@@ -210,14 +210,27 @@ template <int R, int DIR, int NS, typename C> FMV_DEV void twiddle_dft(C* v, con
     Dft<R, DIR>::run(v);
 }
 
+// Row stride (elements) of a series in shared memory: M + 1, padded when the
+// S < P series of a block meet in one warp access (the forward's
+// post-processing, the inverse's load: series fastest; P = 128 / sizeof(C)
+// lanes per shared-memory wavefront) so that the S rows start in distinct
+// banks, ld % P == P / S: with ld = M + 1 = 1001 (big size, S = 2 in complex128)
+// lanes 1 and 2 hit the same bank.  GPUBackend._fused_config sizes the shared
+// memory by the same rule (fused_row_stride in backend/gpu.py).
+template <int M, int S, typename C> struct Row {
+    static constexpr int P = 128 / (int)sizeof(C);
+    static constexpr int ld = (S == 1 || S >= P) ? M + 1 : M + 1 + ((P / S - (M + 1) % P) % P + P) % P;
+};
+
 // One Stockham pass of radix R over the S series of length M (row stride
-// M + 1) from `in` to `out`; NS = product of the radices of the earlier
+// Row::ld) from `in` to `out`; NS = product of the radices of the earlier
 // passes.  All sizes are compile-time constants, so the index arithmetic has
 // no divisions and the loops unroll.
 template <int R, int DIR, int M, int NS, int S, int NT, typename C>
 FMV_DEV void stockham_pass(const C* in, C* out, const C* __restrict__ twp) {
-    constexpr int nb = M / R, ld = M + 1;
-#pragma unroll 2
+    constexpr int nb = M / R, ld = Row<M, S, C>::ld;
+    constexpr int unroll = R * sizeof(C) > 64 ? 1 : 2;  // two butterflies of 10 complex128 spill (64 registers)
+#pragma unroll unroll
     for (int e = threadIdx.x; e < S * nb; e += NT) {
         const int s = e / nb, j = e - s * nb;
         const int k = j % NS;
@@ -252,7 +265,7 @@ template <int M, typename T> FMV_DEV bool pairs_aligned(const T* xb, int K) {
 template <int R, int M, int S, int LOGS, int NT, typename TI, typename C>
 FMV_DEV void first_pass_from_global(const TI* __restrict__ xb, int ns, int K, C* out) {
     typedef typename real_of<C>::type TR;
-    constexpr int nb = M / R, ld = M + 1;
+    constexpr int nb = M / R, ld = Row<M, S, C>::ld;
     const int ss = K == 1 ? M : 1;
     const bool pairs = pairs_aligned<M>(xb, K);
 #pragma unroll 1
@@ -292,7 +305,7 @@ FMV_DEV void first_pass_from_global(const TI* __restrict__ xb, int ns, int K, C*
 template <int R, int M, int S, int LOGS, int NT, typename TO, typename C>
 FMV_DEV void last_pass_to_global(const C* in, const C* __restrict__ twp, TO* yb, int ns, int K,
                                  typename real_of<C>::type scale) {
-    constexpr int NS = M / R, ld = M + 1;
+    constexpr int NS = M / R, ld = Row<M, S, C>::ld;
     const int ss = K == 1 ? M : 1;
     const bool pairs = pairs_aligned<M>(yb, K);
 #pragma unroll 1
@@ -393,7 +406,7 @@ template <typename TI, typename TC, typename TO, int LOGS, int NT, int M, int...
 __global__ void __launch_bounds__(NT, (1024 / NT > 0 ? 1024 / NT : 1)) rfft_pad(const TI* __restrict__ x, TO* __restrict__ X, const TC* __restrict__ twp,
                          const TC* __restrict__ twl, int B, int K) {
     typedef typename fmv::real_of<TC>::type TR;
-    constexpr int S = 1 << LOGS, ld = M + 1;
+    constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     TC* buf0 = reinterpret_cast<TC*>(fmv_smem);
     TC* buf1 = buf0 + S * ld;
@@ -423,7 +436,7 @@ __global__ void __launch_bounds__(NT, (1024 / NT > 0 ? 1024 / NT : 1)) rfft_pad(
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int M, int... Rs>
 __global__ void __launch_bounds__(NT, (1024 / NT > 0 ? 1024 / NT : 1)) irfft_unpad(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp,
                             const TC* __restrict__ twl, int B, int K, typename fmv::real_of<TC>::type scale) {
-    constexpr int S = 1 << LOGS, ld = M + 1;
+    constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
     extern __shared__ double2 fmv_smem[];
     TC* buf0 = reinterpret_cast<TC*>(fmv_smem);
     TC* buf1 = buf0 + S * ld;
@@ -461,6 +474,11 @@ FMV_RFFT(double, float2, float2, 2, 256, 500, 4, 5, 5, 5)
 FMV_RFFT(float, double2, double2, 3, 64, 10, 2, 5)
 FMV_RFFT(double, double2, double2, 0, 32, 1)
 FMV_IRFFT(double2, double2, double, 1, 512, 1000, 10, 10, 10)
+FMV_IRFFT(double2, double2, double, 1, 256, 1000, 10, 10, 10)
+FMV_IRFFT(double2, double2, double, 2, 512, 500, 5, 10, 10)
+FMV_RFFT(double, double2, double2, 1, 256, 1000, 10, 10, 10)
+FMV_RFFT(double, float2, float2, 2, 512, 1000, 10, 10, 10)
+FMV_IRFFT(float2, float2, double, 2, 512, 1000, 10, 10, 10)
 FMV_IRFFT(float2, float2, float, 2, 512, 500, 5, 10, 10)
 FMV_IRFFT(float2, double2, double, 0, 32, 21, 3, 7)
 FMV_IRFFT(float2, float2, float, 2, 256, 500, 4, 5, 5, 5)

@@ -125,6 +125,16 @@ def pass_twiddles(radices: list[int]) -> np.ndarray:
     return np.concatenate(parts)
 
 
+def fused_row_stride(M: int, S: int, itemsize: int) -> int:
+    """Row stride (elements) of a series in the fused transforms' shared
+    memory, the rule of ``Row`` in native/fft.cu: ``M + 1``, padded for
+    ``1 < S < P`` (``P = 128 / itemsize``, lanes per shared-memory wavefront)
+    to ``ld % P == P / S``, so that the S series met by one warp access
+    start in distinct banks."""
+    P = 128 // itemsize
+    return M + 1 if S == 1 or S >= P else M + 1 + (P // S - (M + 1)) % P
+
+
 def _allow_shared_memory(fn: Any, smem: int) -> None:
     """Let kernel ``fn`` take ``smem`` bytes of dynamic shared memory (above
     48 KB a kernel must opt in; up to :attr:`GPUBackend.smem_limit`)."""
@@ -744,7 +754,8 @@ class GPUBackend(Backend):
                 threads = min(threads, 256)
             twp = self._cupy.asarray(pass_twiddles(radices).astype(ctype))
             twl = self._cupy.asarray(np.exp(-1j * np.pi * np.arange(M + 1) / M).astype(ctype))  # L = 2 M
-            cfg = (S, threads, S * per_series, twp, twl, tuple(radices))
+            smem = 2 * S * fused_row_stride(M, S, ctype.itemsize) * ctype.itemsize
+            cfg = (S, threads, smem, twp, twl, tuple(radices))
         self._fused[key] = cfg
         return cfg
 
