@@ -252,7 +252,6 @@ def main(argv=None) -> int:
                         t = sum(kernel_times(lambda: fn(grid, block, (A, d, m) + tail, shared_mem=smem)).values())
                         emit(what="sbgemv_adj", size=size, ta=str(ta), tx=str(tx), variant=v, device_s=t * 1e-6,
                              floor_ratio=t * 1e-6 / floor)
-                del A
 
     def part_kgemm():
         eng = get_big()
