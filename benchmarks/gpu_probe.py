@@ -27,6 +27,27 @@ import time
 import numpy as np
 
 
+def device_times(fn, synchronize, n=20) -> dict:
+    """Device time (us) per call of ``fn`` of each kernel it runs, from
+    PyTorch's profiler (which records every kernel of the process through CUPTI)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        fn()
+    synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            fn()
+        synchronize()
+    per = {}
+    for ev in prof.key_averages():
+        t = getattr(ev, "device_time_total", None)
+        t = ev.cuda_time_total if t is None else t
+        if t > 0:
+            per[ev.key[:90]] = round(t / n, 2)
+    return per
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
@@ -372,24 +393,7 @@ def main(argv=None) -> int:
         emit(what="small-operator", per_call_events_s=timeit(lambda: op.matvec(m), reps=200))
 
     def kernel_times(fn, n=20):
-        """Device time (us) per call of ``fn`` of each kernel it runs, from
-        PyTorch's profiler (which records every kernel of the process through CUPTI)."""
-        from torch.profiler import ProfilerActivity, profile
-
-        for _ in range(3):
-            fn()
-        be.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(n):
-                fn()
-            be.synchronize()
-        per = {}
-        for ev in prof.key_averages():
-            t = getattr(ev, "device_time_total", None)
-            t = ev.cuda_time_total if t is None else t
-            if t > 0:
-                per[ev.key[:90]] = round(t / n, 2)
-        return per
+        return device_times(fn, be.synchronize, n)
 
     def part_kernels():
         """Device time per kernel of the untimed (fused, replayed) product."""

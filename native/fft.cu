@@ -20,8 +20,9 @@
 // Global memory is read or written inside the passes where it can be, since
 // shared-memory traffic bounds these kernels (each element goes through
 // shared memory once per pass): rfft_pad's first pass reads its butterflies'
-// samples from x (never the zero half), and irfft_unpad's last pass writes
-// the samples y keeps.
+// samples from x (never the zero half); irfft_unpad's first pass reads Y and
+// does the pre-processing (the two lanes holding Y[f] and Y[M - f] swap them
+// by shuffles, PairItem), and its last pass writes the samples y keeps.
 // Twiddles come from tables made on the host in float64 and rounded to the
 // transform's precision:
 //   twp: per pass (NS = product of the earlier radices, R its radix), from
@@ -38,7 +39,7 @@
 // X[f * B + s] with B = n * K series.  As numpy.fft, the inverse ignores the
 // imaginary parts of Y[0] and Y[M].
 //
-// Launch: gridDim.x = ceil(B / S) with S = 2^LOGS (a divisor of K when K > 1),
+// Launch: gridDim.x = ceil(B / S) with S = 2^LOGS <= 16 (a divisor of K when K > 1),
 // blockDim.x = NT (a multiple of 32), dynamic shared memory 2 * S * Row<M, S, TC>::ld * sizeof(TC).
 #include "fftmatvec_common.cuh"
 
@@ -52,6 +53,23 @@ template <typename C> FMV_DEV C cconj(const C a) { return cmake<C>(a.x, -a.y); }
 template <typename C> FMV_DEV C csub(const C a, const C b) { return cmake<C>(a.x - b.x, a.y - b.y); }
 template <typename C> FMV_DEV C csum(const C a, const C b) { return cmake<C>(a.x + b.x, a.y + b.y); }
 template <typename C> FMV_DEV C cscale(const C a, typename real_of<C>::type s) { return cmake<C>(s * a.x, s * a.y); }
+// a of lane (lane ^ m) of the same group of 32 lanes
+template <typename C> FMV_DEV C cshfl_xor(const C a, int m) {
+    return cmake<C>(FMV_SHFL_XOR(a.x, m, 32), FMV_SHFL_XOR(a.y, m, 32));
+}
+
+// The real transform's post-processing, X[f] = E + w O from Z[f] and Z[M - f] (w = W^f, E and O above).
+template <typename C> FMV_DEV C real_spectrum(const C zf, const C zmf, const C w) {
+    typedef typename real_of<C>::type T;
+    const C z2 = cconj(zmf);
+    const C E = cscale(csum(zf, z2), (T)0.5), D = cscale(csub(zf, z2), (T)0.5);
+    return csum(E, cmul(w, cmake<C>(D.y, -D.x)));  // O = D / i
+}
+// Its inverse (twice, unscaled): z[f] = Y[f] + conj Y[M - f] + i conj(w) (Y[f] - conj Y[M - f]).
+template <typename C> FMV_DEV C complex_sample(const C yf, const C ymf, const C w) {
+    const C b = cconj(ymf);
+    return csum(csum(yf, b), times_i(cmul(csub(yf, b), cconj(w))));
+}
 
 // In-place DFT of R values, sign DIR of the exponent (-1 forward, +1 inverse), unnormalised.
 template <int R, int DIR> struct Dft;
@@ -196,6 +214,31 @@ template <int S, int LOGS, int nb> FMV_DEV void work_item(int e, int K, int& s, 
     }
 }
 
+// Work item e of a pass of nb butterflies that pair up by the real
+// transform's symmetry (the forward's last pass, the inverse's first): as
+// M - (j + r nb) = (nb - j) + (R - 1 - r) nb, butterflies j and nb - j hold
+// each other's partners Z[f] and Z[M - f].  e = sl + S (h + 2 p): series sl,
+// butterfly j = p (h = 0) or nb - p (h = 1) for p <= nb / 2, so the two of a
+// pair are lanes e and e ^ S of one warp and swap values by shuffles instead
+// of a round trip through shared memory.  Butterfly 0 pairs with itself (both
+// lanes of p = 0 compute it), as does nb / 2 for even nb; one lane stores it.
+// `count` rounds the items up to whole groups of 64, so that every lane of a
+// warp reaches the shuffles: lanes past the end compute butterfly nb / 2 and
+// store nothing.
+template <int S, int LOGS, int nb> struct PairItem {
+    static_assert(S <= 16, "the two lanes of a pair must be in one group of 32");
+    static constexpr int count = (2 * S * (nb / 2 + 1) + 63) / 64 * 64;
+    int sl, h, p, j;
+    FMV_DEV explicit PairItem(int e) : sl(e & (S - 1)), h((e >> LOGS) & 1), p(e >> (LOGS + 1)) {
+        const int q = min_(p, nb / 2);
+        j = h == 0 ? q : (nb - q) % nb;
+    }
+    // an item of a series of the block (ns of them)
+    FMV_DEV bool valid(int ns) const { return p <= nb / 2 && sl < ns; }
+    // the lane that stores butterfly j
+    FMV_DEV bool owner(int ns) const { return valid(ns) && (h == 0 || (j != 0 && 2 * j != nb)); }
+};
+
 // The twiddles of butterfly k of a pass (NS = product of the earlier
 // radices: entry k of R - 1 rows of NS in twp), then its DFT.
 template <int R, int DIR, int NS, typename C> FMV_DEV void twiddle_dft(C* v, const C* __restrict__ twp, int k) {
@@ -299,6 +342,44 @@ FMV_DEV void first_pass_from_global(const TI* __restrict__ xb, int ns, int K, C*
     }
 }
 
+// The first pass of the inverse transform (NS = 1) with the pre-processing
+// (complex_sample), from Y[f * B + s] (Yb = Y + s0), f <= M.  As numpy.fft,
+// the imaginary parts of Y[0] and Y[M] are ignored.
+template <int R, int M, int S, int LOGS, int NT, typename TI, typename C>
+FMV_DEV void first_pass_from_spectrum(const TI* __restrict__ Yb, const C* __restrict__ twl, int ns, int B, C* out) {
+    constexpr int nb = M / R, ld = Row<M, S, C>::ld;
+#pragma unroll 1
+    for (int e = threadIdx.x; e < PairItem<S, LOGS, nb>::count; e += NT) {
+        const PairItem<S, LOGS, nb> it(e);
+        const bool valid = it.valid(ns);
+        // butterfly 0's partner lane loads Y[nb + r nb] (j = nb), so its values are Y[M - r nb] for lane 0 as
+        // well: Y[0] of one lane and Y[M] of the other are the only values whose imaginary part is dropped
+        const int jl = it.j == 0 && it.h == 1 ? nb : it.j;
+        const TI* Ys = Yb + it.sl;
+        C v[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) v[r] = valid ? cload<C>(Ys + (index_t)(jl + r * nb) * B) : czero<C>();
+        if (jl == 0) v[0].y = 0;
+        if (jl == nb) v[R - 1].y = 0;
+        const C wj = FMV_LDG(twl + it.j);  // W^f = W^j W^(r nb): the second factor is the same for all lanes
+        // z[f] needs Y[M - f], f = j + r nb: the partner's value R - 1 - r.  Values r and R - 1 - r go
+        // together, so that z replaces Y in place.
+#pragma unroll
+        for (int r = 0; r <= (R - 1) / 2; ++r) {
+            const int q = R - 1 - r;
+            const C theirs_q = cshfl_xor(v[q], S), theirs_r = cshfl_xor(v[r], S);
+            const C zr = complex_sample(v[r], theirs_q, cmul(wj, FMV_LDG(twl + r * nb)));
+            if (q != r) v[q] = complex_sample(v[q], theirs_r, cmul(wj, FMV_LDG(twl + q * nb)));
+            v[r] = zr;
+        }
+        twiddle_dft<R, 1, 1>(v, (const C*)nullptr, 0);
+        if (!it.owner(ns)) continue;
+        C* dst = out + it.sl * ld + it.j * R;
+#pragma unroll
+        for (int r = 0; r < R; ++r) dst[r] = v[r];
+    }
+}
+
 // The last pass of the inverse transform (NS R = M), to global memory:
 // butterfly k of series s gives z[m] = (y[2m], y[2m+1]), m = k + r NS, of
 // which the samples below M are scaled, cast and stored.
@@ -339,60 +420,79 @@ FMV_DEV void last_pass_to_global(const C* in, const C* __restrict__ twp, TO* yb,
     }
 }
 
-// The passes over the radices Rs..., ping-ponging between the two buffers;
-// run() returns the buffer that holds the transform.
+// The passes of radices Rs... from NS on, ping-ponging between the two
+// buffers; `last` runs the last one, fused with what follows it.
 template <int DIR, int M, int NS, int S, int NT, typename C, int... Rs> struct Passes;
-template <int DIR, int M, int NS, int S, int NT, typename C> struct Passes<DIR, M, NS, S, NT, C> {
-    static FMV_DEV C* run(C* in, C*, const C*) {
+template <int DIR, int M, int NS, int S, int NT, typename C, int R> struct Passes<DIR, M, NS, S, NT, C, R> {
+    template <typename Last> static FMV_DEV void run(C* in, C* out, const C* twp, const Last& last) {
         __syncthreads();
-        return in;
+        last.template run<R>(in, out, twp);
     }
 };
-template <int DIR, int M, int NS, int S, int NT, typename C, int R, int... Rest>
-struct Passes<DIR, M, NS, S, NT, C, R, Rest...> {
-    static FMV_DEV C* run(C* in, C* out, const C* twp) {
+template <int DIR, int M, int NS, int S, int NT, typename C, int R, int R2, int... Rest>
+struct Passes<DIR, M, NS, S, NT, C, R, R2, Rest...> {
+    template <typename Last> static FMV_DEV void run(C* in, C* out, const C* twp, const Last& last) {
         __syncthreads();
         stockham_pass<R, DIR, M, NS, S, NT>(in, out, twp);
-        return Passes<DIR, M, NS * R, S, NT, C, Rest...>::run(out, in, twp);
+        Passes<DIR, M, NS * R, S, NT, C, R2, Rest...>::run(out, in, twp, last);
     }
 };
 
-// The forward transform of the block's series xb into buf0 or buf1 (returned):
-// the first pass from global memory, the others in shared memory.
-template <int M, int S, int LOGS, int NT, typename C, int... Rs> struct ForwardPasses;
-template <int M, int S, int LOGS, int NT, typename C, int R, int... Rest>
-struct ForwardPasses<M, S, LOGS, NT, C, R, Rest...> {
-    template <typename TI>
-    static FMV_DEV C* run(const TI* xb, int ns, int K, C* buf0, C* buf1, const C* twp) {
-        first_pass_from_global<R, M, S, LOGS, NT>(xb, ns, K, buf0);
-        return Passes<-1, M, R, S, NT, C, Rest...>::run(buf0, buf1, twp);
+// The first radix of a transform (its pass reads global memory) and the
+// passes after it.  With one radix (or none: M = 1) a radix-1 pass follows,
+// which only carries the last step.
+template <int... Rs> struct Split;
+template <int R> struct Split<R> {
+    static constexpr int first = R;
+    template <int DIR, int M, int S, int NT, typename C> using rest = Passes<DIR, M, R, S, NT, C, 1>;
+};
+template <int R, int R2, int... Rest> struct Split<R, R2, Rest...> {
+    static constexpr int first = R;
+    template <int DIR, int M, int S, int NT, typename C> using rest = Passes<DIR, M, R, S, NT, C, R2, Rest...>;
+};
+template <> struct Split<> : Split<1> {};
+
+// The forward's last step: its last Stockham pass (NS R = M), then the
+// post-processing X[f] = E + W^f O from Z[f] and Z[M - f] in shared memory,
+// stored to X[f * B + s] (Xb = X + s0).  (The inverse's pairing of butterflies
+// by shuffles, done here, was slower: benchmarks/results/h200-fft-pairs-ab.jsonl.)
+template <int M, int S, int LOGS, int NT, typename C, typename TO> struct ToSpectrum {
+    const C* __restrict__ twl;
+    TO* __restrict__ Xb;
+    int ns, B;
+    template <int R> FMV_DEV void run(const C* in, C* out, const C* __restrict__ twp) const {
+        constexpr int ld = Row<M, S, C>::ld;
+        const C* Z = in;
+        if (R > 1) {  // (not the radix-1 pass of a one-radix transform)
+            stockham_pass<R, -1, M, M / R, S, NT>(in, out, twp);
+            __syncthreads();
+            Z = out;
+        }
+        // X[f] and X[M - f] need the same Z[f] and Z[M - f]: one item computes both (X[M] with X[0])
+#pragma unroll 2
+        for (int e = threadIdx.x; e < (M / 2 + 1) * S; e += NT) {
+            const int f = e >> LOGS, sl = e & (S - 1);
+            if (sl >= ns) continue;
+            const C zf = Z[sl * ld + f], zmf = Z[sl * ld + (f == 0 ? 0 : M - f)];
+            Xb[(index_t)f * B + sl] = ccast<TO>(real_spectrum(zf, zmf, FMV_LDG(twl + f)));
+            if (2 * f != M) Xb[(index_t)(M - f) * B + sl] = ccast<TO>(real_spectrum(zmf, zf, FMV_LDG(twl + M - f)));
+        }
     }
 };
-template <int M, int S, int LOGS, int NT, typename C>
-struct ForwardPasses<M, S, LOGS, NT, C> : ForwardPasses<M, S, LOGS, NT, C, 1> {};  // M = 1
 
-// The inverse transform of the pre-processed series in `in` into yb: the
-// passes in shared memory, the last one to global memory.
-template <int M, int NS, int S, int LOGS, int NT, typename C, int... Rs> struct InversePasses;
-template <int M, int NS, int S, int LOGS, int NT, typename C, int R>
-struct InversePasses<M, NS, S, LOGS, NT, C, R> {
-    template <typename TO>
-    static FMV_DEV void run(C* in, C*, const C* twp, TO* yb, int ns, int K, typename real_of<C>::type scale) {
-        __syncthreads();
+// The inverse's last step: last_pass_to_global.
+template <int M, int S, int LOGS, int NT, typename C, typename TO> struct ToSamples {
+    TO* __restrict__ yb;
+    int ns, K;
+    typename real_of<C>::type scale;
+    template <int R> FMV_DEV void run(const C* in, C*, const C* __restrict__ twp) const {
         last_pass_to_global<R, M, S, LOGS, NT>(in, twp, yb, ns, K, scale);
     }
 };
-template <int M, int NS, int S, int LOGS, int NT, typename C, int R, int R2, int... Rest>
-struct InversePasses<M, NS, S, LOGS, NT, C, R, R2, Rest...> {
-    template <typename TO>
-    static FMV_DEV void run(C* in, C* out, const C* twp, TO* yb, int ns, int K, typename real_of<C>::type scale) {
-        __syncthreads();
-        stockham_pass<R, 1, M, NS, S, NT>(in, out, twp);
-        InversePasses<M, NS * R, S, LOGS, NT, C, R2, Rest...>::run(out, in, twp, yb, ns, K, scale);
-    }
-};
-template <int M, int NS, int S, int LOGS, int NT, typename C>
-struct InversePasses<M, NS, S, LOGS, NT, C> : InversePasses<M, NS, S, LOGS, NT, C, 1> {};  // M = 1
+
+// Blocks of NT threads per multiprocessor that the register budget is set for,
+// for THREADS resident threads.
+template <int THREADS, int NT> constexpr int blocks_of() { return THREADS / NT > 0 ? THREADS / NT : 1; }
 
 }  // namespace fmv
 
@@ -403,61 +503,38 @@ FMV_DEV index_t series_base(int s0, int K, int M) { return (index_t)(s0 / K) * M
 
 // Stages 1-2: X[f * B + s] = sum_{t < M} x_s[t] exp(-2 pi i f t / L), f = 0..M (TI -> TC arithmetic -> TO).
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int M, int... Rs>
-__global__ void __launch_bounds__(NT, (1024 / NT > 0 ? 1024 / NT : 1)) rfft_pad(const TI* __restrict__ x, TO* __restrict__ X, const TC* __restrict__ twp,
+__global__ void __launch_bounds__(NT, fmv::blocks_of<1024, NT>()) rfft_pad(const TI* __restrict__ x, TO* __restrict__ X, const TC* __restrict__ twp,
                          const TC* __restrict__ twl, int B, int K) {
-    typedef typename fmv::real_of<TC>::type TR;
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
+    typedef fmv::Split<Rs...> Radices;
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     TC* buf0 = reinterpret_cast<TC*>(fmv_smem);
     TC* buf1 = buf0 + S * ld;
     const int s0 = blockIdx.x * S;
     const int ns = fmv::min_(S, B - s0);
-    const TC* Z = fmv::ForwardPasses<M, S, LOGS, NT, TC, Rs...>::run(x + series_base(s0, K, M), ns, K, buf0, buf1, twp);
-#pragma unroll 2
-    for (int e = threadIdx.x; e < (M + 1) * S; e += NT) {
-        const int f = e >> LOGS, sl = e & (S - 1);
-        if (sl >= ns) continue;
-        const TC z1 = Z[sl * ld + (f == M ? 0 : f)];
-        const TC z2 = fmv::cconj(Z[sl * ld + (f == 0 ? 0 : M - f)]);
-        const TC E = fmv::cscale(fmv::csum(z1, z2), (TR)0.5);
-        const TC D = fmv::cscale(fmv::csub(z1, z2), (TR)0.5);
-        const TC O = fmv::cmake<TC>(D.y, -D.x);  // D / i
-        const TC v = fmv::csum(E, fmv::cmul(FMV_LDG(twl + f), O));
-        X[(index_t)f * B + s0 + sl] = fmv::ccast<TO>(v);
-    }
+    fmv::first_pass_from_global<Radices::first, M, S, LOGS, NT>(x + series_base(s0, K, M), ns, K, buf0);
+    Radices::template rest<-1, M, S, NT, TC>::run(buf0, buf1, twp,
+                                                  fmv::ToSpectrum<M, S, LOGS, NT, TC, TO>{twl, X + s0, ns, B});
 }
 
 // Stages 4-5: y_s[t] = scale * sum_f' Y[f * B + s] exp(2 pi i f t / L), t < M = Nt (Hermitian extension of
-// f = 0..M, TI -> TC arithmetic -> TO).  Y is loaded into shared memory first: the pre-processing reads
-// Y[f] and Y[M - f], and reading them from global memory (runs of S values, so a warp's load touches 32 / S
-// cache lines) twice cost more than a shared-memory round trip: on the H200, 5000 series of Nt = 1000 took
-// 88.2 us in float64 (256 threads) and 47.8 us in float32 (512) that way, 83.4 and 45.5 us this way
-// (benchmarks/results/h200-probe-fused-io-v1.jsonl and h200-probe-fused-io.jsonl, --parts fftradix).
+// f = 0..M, TI -> TC arithmetic -> TO).
+// In complex128 the register budget is set for 768 threads: shared memory holds three blocks of 256 threads at
+// the big size (two rows of 1008 values for each of two series), and the first pass's butterfly of radix 10
+// with its partner's values needs more than the 64 registers of 1024.
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int M, int... Rs>
-__global__ void __launch_bounds__(NT, (1024 / NT > 0 ? 1024 / NT : 1)) irfft_unpad(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp,
+__global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 1024, NT>()) irfft_unpad(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp,
                             const TC* __restrict__ twl, int B, int K, typename fmv::real_of<TC>::type scale) {
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
+    typedef fmv::Split<Rs...> Radices;
     extern __shared__ double2 fmv_smem[];
     TC* buf0 = reinterpret_cast<TC*>(fmv_smem);
     TC* buf1 = buf0 + S * ld;
     const int s0 = blockIdx.x * S;
     const int ns = fmv::min_(S, B - s0);
-#pragma unroll 4
-    for (int e = threadIdx.x; e < (M + 1) * S; e += NT) {
-        const int f = e >> LOGS, sl = e & (S - 1);
-        TC v = fmv::czero<TC>();
-        if (sl < ns) v = fmv::ccast<TC>(Y[(index_t)f * B + s0 + sl]);
-        if (f == 0 || f == M) v.y = 0;
-        buf1[sl * ld + f] = v;
-    }
-    __syncthreads();
-    for (int e = threadIdx.x; e < S * M; e += NT) {
-        const int sl = e / M, f = e - sl * M;
-        const TC a = buf1[sl * ld + f], b = fmv::cconj(buf1[sl * ld + M - f]);
-        const TC D = fmv::cmul(fmv::csub(a, b), fmv::cconj(FMV_LDG(twl + f)));
-        buf0[sl * ld + f] = fmv::csum(fmv::csum(a, b), fmv::times_i(D));
-    }
-    fmv::InversePasses<M, 1, S, LOGS, NT, TC, Rs...>::run(buf0, buf1, twp, y + series_base(s0, K, M), ns, K, scale);
+    fmv::first_pass_from_spectrum<Radices::first, M, S, LOGS, NT>(Y + s0, twl, ns, B, buf0);
+    Radices::template rest<1, M, S, NT, TC>::run(
+        buf0, buf1, twp, fmv::ToSamples<M, S, LOGS, NT, TC, TO>{y + series_base(s0, K, M), ns, K, scale});
 }
 
 #ifdef FFTMATVEC_INSTANTIATE

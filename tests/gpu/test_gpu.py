@@ -470,6 +470,44 @@ def test_fused_transforms_vs_numpy(gpu, nt):
             assert rel_err(y.get(), yref) < 10 * tol, (n, K, tin, tfft)
 
 
+@pytest.mark.parametrize("S", [2, 4, 16])
+@pytest.mark.parametrize("nt", [1, 5, 10, 21, 64, 500, 1000])
+def test_fused_transforms_series_per_block(gpu, nt, S):
+    """The fused transforms with S series per block (the lanes of a pair in
+    native/fft.cu's PairItem are S apart; the other tests' few series take
+    S = 1): S forced through the shared-memory target and the multiprocessor
+    count, a partial last block, K = 1 and K = 16, 32 and 512 threads."""
+    from fftmatvec.backend.gpu import fused_row_stride
+
+    rng = np.random.default_rng()
+    saved = gpu.sm_count, gpu.fused_smem_target, gpu.fused_threads
+    try:
+        for n, K in ((2 * S + 3, 1), (3, 16)):
+            for tin, tfft in ((np.float64, np.float64), (np.float64, np.float32)):
+                cplx = np.dtype(np.result_type(tfft, np.complex64))
+                smem = 2 * S * fused_row_stride(nt, S, cplx.itemsize) * cplx.itemsize
+                if smem > gpu.smem_limit or (K > 1 and K % S):
+                    continue
+                for threads in (32, 512):
+                    gpu.sm_count, gpu.fused_smem_target, gpu.fused_threads = 1, 2 * S * (nt + 1) * cplx.itemsize, threads
+                    gpu._fused.clear()
+                    assert gpu._fused_config(nt, cplx, n * K, K)[0] == S
+                    tol = 1e-5 if np.float32 in (tin, tfft) else 1e-13
+                    x = rng.standard_normal((n, nt, K)).astype(tin)
+                    out = cupy.full((nt + 1, n, K), np.nan, cplx)
+                    gpu.pad_rfft(cupy.asarray(x), out)
+                    ref = np.fft.rfft(x.astype(np.float64), n=2 * nt, axis=1).transpose(1, 0, 2)
+                    assert rel_err(out.get(), ref) < tol, (n, K, tin, tfft, threads)
+                    yh = (rng.standard_normal((nt + 1, n, K)) + 1j * rng.standard_normal((nt + 1, n, K))).astype(cplx)
+                    y = cupy.full((n, nt, K), np.nan, tin)
+                    gpu.irfft_unpad(cupy.asarray(yh), y, tfft)
+                    yref = np.fft.irfft(yh.astype(np.complex128), n=2 * nt, axis=0)[:nt].transpose(1, 0, 2)
+                    assert rel_err(y.get(), yref) < 10 * tol, (n, K, tin, tfft, threads)
+    finally:
+        gpu.sm_count, gpu.fused_smem_target, gpu.fused_threads = saved
+        gpu._fused.clear()
+
+
 @pytest.mark.parametrize("real", [np.float64, np.float32])
 def test_fused_transforms_unaligned_views(gpu, real):
     """The fused transforms read and write samples in pairs where a pair is

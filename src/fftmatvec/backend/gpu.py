@@ -741,21 +741,27 @@ class GPUBackend(Backend):
             # series per block: a power of two (dividing K when K > 1: the block's series then share one
             # parameter), within the shared-memory target, small enough for two blocks per multiprocessor
             # (1000 series of Nt = 500 in float32: 6.3 us with S = 4 against 8.0-8.5 with S = 8,
-            # benchmarks/results/h200-probe-fftvar.jsonl)
+            # benchmarks/results/h200-probe-fftvar.jsonl), and at most 16: the two lanes of a pair in
+            # native/fft.cu's PairItem, e and e ^ S, must be in one group of 32
             S = 1
-            while (2 * S * per_series <= max(self.fused_smem_target, per_series) and 2 * S <= 64
+            while (2 * S * per_series <= max(self.fused_smem_target, per_series) and 2 * S <= 16
                    and S < -(-B // (2 * self.sm_count)) and (K == 1 or K % (2 * S) == 0)):
                 S *= 2
             threads = self.fused_threads or int(min(512, max(32, 32 * -(-(S * M) // 64))))
-            if self.fused_threads is None and ctype.itemsize == 16 and -(-B // S) >= 4 * self.sm_count:
-                # complex128 over many waves of blocks: 256 threads let three blocks share a multiprocessor
-                # (two of 512 by registers); the big size's inverse took 83 us against 92 us with 512
-                # (benchmarks/results/h200-probe-fused-io.jsonl), the middle size's 250 blocks were faster with 512
-                threads = min(threads, 256)
+            inverse_threads = threads
+            if self.fused_threads is None and ctype.itemsize == 16:
+                # complex128: rfft_pad over many waves of blocks takes 256 threads, so that three blocks share a
+                # multiprocessor (two of 512 by registers): the big size took 62 us against 65 us with 512, the
+                # middle size's 250 blocks 7.1 us against 6.5 us; irfft_unpad always takes 256, the block size
+                # its register budget is set for (native/fft.cu): 70 against 86 us and 6.3 against 8.0 us
+                # (benchmarks/results/h200-fft-pairs-ab.jsonl)
+                inverse_threads = min(threads, 256)
+                if -(-B // S) >= 4 * self.sm_count:
+                    threads = inverse_threads
             twp = self._cupy.asarray(pass_twiddles(radices).astype(ctype))
             twl = self._cupy.asarray(np.exp(-1j * np.pi * np.arange(M + 1) / M).astype(ctype))  # L = 2 M
             smem = 2 * S * fused_row_stride(M, S, ctype.itemsize) * ctype.itemsize
-            cfg = (S, threads, smem, twp, twl, tuple(radices))
+            cfg = (S, {"rfft_pad": threads, "irfft_unpad": inverse_threads}, smem, twp, twl, tuple(radices))
         self._fused[key] = cfg
         return cfg
 
@@ -766,7 +772,8 @@ class GPUBackend(Backend):
         cfg = self._fused_config(M, np.dtype(ctype), B, K)
         if cfg is None or B == 0:
             return cfg is not None
-        S, threads, smem, twp, twl, radices = cfg
+        S, threads_of, smem, twp, twl, radices = cfg
+        threads = threads_of[which]
         fn = kernels.kernel("fft.cu", which, src.dtype, ctype, dst.dtype, S.bit_length() - 1, threads, M, *radices)
         _allow_shared_memory(fn, smem)
         args = [src, dst, twp, twl, np.int32(B), np.int32(K)]

@@ -15,6 +15,7 @@ import functools
 import os
 import re
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -55,22 +56,27 @@ def native_dir() -> Path:
     )
 
 
-@functools.cache
-def source(fname: str) -> str:
-    """Text of ``native/fname`` with local ``#include "..."`` lines expanded
-    (so that NVRTC/hipRTC need no include path and a zipped package works)."""
-    root = native_dir()
+def expand_includes(fname: str, read: Callable[[str], str]) -> str:
+    """Text of ``fname`` (``read`` gives a file's text by name) with local
+    ``#include "..."`` lines replaced by the files' text, each file once."""
     seen: set[str] = set()
 
     def expand(name: str) -> str:
         if name in seen:  # headers use #pragma once
             return ""
         seen.add(name)
-        text = (root / name).read_text()
-        text = re.sub(r"^\s*#\s*pragma\s+once\s*$", "", text, flags=re.MULTILINE)
+        text = re.sub(r"^\s*#\s*pragma\s+once\s*$", "", read(name), flags=re.MULTILINE)
         return _INCLUDE.sub(lambda m: expand(m.group(1)), text)
 
     return expand(fname)
+
+
+@functools.cache
+def source(fname: str) -> str:
+    """Text of ``native/fname`` with local ``#include "..."`` lines expanded
+    (so that NVRTC/hipRTC need no include path and a zipped package works)."""
+    root = native_dir()
+    return expand_includes(fname, lambda name: (root / name).read_text())
 
 
 def is_hip() -> bool:
@@ -127,4 +133,4 @@ def warmup(names: "list[tuple]") -> None:
         kernel(*spec)
 
 
-__all__ = ["CTYPE", "native_dir", "source", "options", "kernel", "ctype", "is_hip", "warmup"]
+__all__ = ["CTYPE", "native_dir", "expand_includes", "source", "options", "kernel", "ctype", "is_hip", "warmup"]

@@ -1,0 +1,92 @@
+"""The fused transforms of native/fft.cu in the working tree against the same
+file at other git revisions: device time per transform (CUPTI, through
+PyTorch's profiler) and the error against NumPy, on the series counts of the
+big and middle sizes, on one GPU.
+
+    python benchmarks/fft_ab.py --rev baaf98c --out benchmarks/results/h200-fft-ab.jsonl
+
+One JSON line per variant and case: ``variant`` (``tree`` or the revision),
+the series count ``n``, ``K``, ``nt``, the real and complex types, the launch
+set-up (``S``, ``threads``), ``pad_rfft_us``, ``irfft_unpad_us``,
+``err_rfft`` (max error over max value against ``numpy.fft.rfft``) and
+``err_roundtrip`` (the inverse of the forward against the input).  The launch
+set-up is the working tree's (``GPUBackend._fused_config``) for every variant.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+
+import numpy as np
+
+from gpu_probe import device_times
+
+CASES = [  # (series, K, real type, complex type, Nt)
+    (5000, 1, np.float64, np.complex128, 1000), (5000, 1, np.float32, np.complex64, 1000),
+    (5000, 1, np.float64, np.complex64, 1000), (100, 1, np.float64, np.complex128, 1000),
+    (1000, 1, np.float64, np.complex128, 500), (1000, 1, np.float64, np.complex64, 500),
+    (50, 1, np.float64, np.complex128, 500), (5000, 16, np.float64, np.complex128, 1000),
+]
+
+
+def source_at(rev: str, name: str) -> str:
+    """native/name at git revision rev, local includes expanded (from the same revision)."""
+    from fftmatvec.backend.kernels import expand_includes
+
+    def read(fname: str) -> str:
+        return subprocess.run(["git", "show", f"{rev}:native/{fname}"], check=True, capture_output=True,
+                              text=True).stdout
+
+    return expand_includes(name, read)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rev", action="append", default=[], help="git revision to compare (repeatable)")
+    ap.add_argument("--out", required=True, help="JSON lines appended here")
+    args = ap.parse_args()
+
+    import cupy as cp
+
+    import fftmatvec.backend.kernels as kernels
+    from fftmatvec.backend.gpu import GPUBackend
+
+    # "fft.cu@REV" names the file at REV: its own NVRTC modules, compiled from git's text
+    sources = {f"fft.cu@{rev}": source_at(rev, "fft.cu") for rev in args.rev}
+    tree_source, tree_kernel = kernels.source, kernels.kernel
+    active = {"variant": "tree"}
+    kernels.source = lambda fname: sources[fname] if fname in sources else tree_source(fname)
+    kernels.kernel = lambda fname, name, *targs: tree_kernel(
+        f"fft.cu@{active['variant']}" if fname == "fft.cu" and active["variant"] != "tree" else fname, name, *targs)
+
+    be = GPUBackend()
+    rng = np.random.default_rng(7)
+    with open(args.out, "a") as out:
+        for n, K, real, cplx, nt in CASES:
+            x_host = rng.standard_normal((n, nt, K)).astype(real)
+            x = cp.asarray(x_host)
+            x_hat = cp.empty((nt + 1, n, K), cplx)
+            y = cp.empty((n, nt, K), real)
+            fft_real = np.float32 if cplx == np.complex64 else np.float64
+            ref = np.fft.rfft(x_host.astype(np.float64), n=2 * nt, axis=1).transpose(1, 0, 2)
+            for variant in ["tree"] + args.rev:
+                active["variant"] = variant
+                be._fused.clear()
+                be.pad_rfft(x, x_hat)
+                err_rfft = float(np.abs(x_hat.get() - ref).max() / np.abs(ref).max())
+                be.irfft_unpad(x_hat, y, fft_real)
+                err_roundtrip = float(np.abs(y.get() - x_host).max() / np.abs(x_host).max())
+                t_fwd = sum(device_times(lambda: be.pad_rfft(x, x_hat), be.synchronize).values())
+                t_inv = sum(device_times(lambda: be.irfft_unpad(x_hat, y, fft_real), be.synchronize).values())
+                S, threads = be._fused_config(nt, np.dtype(cplx), n * K, K)[:2]
+                rec = dict(what="fft-ab", variant=variant, n=n, K=K, nt=nt, real=np.dtype(real).name,
+                           ctype=np.dtype(cplx).name, S=S, threads=threads, pad_rfft_us=round(t_fwd, 2),
+                           irfft_unpad_us=round(t_inv, 2), err_rfft=err_rfft, err_roundtrip=err_roundtrip)
+                print(json.dumps(rec), flush=True)
+                out.write(json.dumps(rec) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
