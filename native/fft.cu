@@ -240,15 +240,24 @@ template <int S, int LOGS, int nb> struct PairItem {
 };
 
 // The twiddles of butterfly k of a pass (NS = product of the earlier
-// radices: entry k of R - 1 rows of NS in twp), then its DFT.
+// radices: w^r, w = exp(-2 pi i k / (NS R)), is entry k of row r - 1 of NS in
+// twp), then its DFT.  Only w and w^H (H = (R + 1) / 2) are loaded; the other
+// powers are products of at most three of them: twiddle loads were most of
+// these kernels' L1 traffic after the shared-memory passes.
 template <int R, int DIR, int NS, typename C> FMV_DEV void twiddle_dft(C* v, const C* __restrict__ twp, int k) {
-    if (NS > 1) {
+    if (NS > 1 && R > 1) {
+        constexpr int H = (R + 1) / 2;
         const C* tw = twp + (NS - 1) + k;
+        C w[R];
+        w[1] = FMV_LDG(tw);
+        if (H > 1) w[H] = FMV_LDG(tw + (H - 1) * NS);
 #pragma unroll
-        for (int r = 1; r < R; ++r) {
-            const C w = FMV_LDG(tw + (r - 1) * NS);
-            v[r] = cmul(v[r], DIR < 0 ? w : cconj(w));
+        for (int r = 2; r < R; ++r) {
+            if (r < H) w[r] = cmul(w[r / 2], w[r - r / 2]);
+            else if (r > H) w[r] = cmul(w[H], w[r - H]);
         }
+#pragma unroll
+        for (int r = 1; r < R; ++r) v[r] = cmul(v[r], DIR < 0 ? w[r] : cconj(w[r]));
     }
     Dft<R, DIR>::run(v);
 }
