@@ -484,6 +484,58 @@ def main(argv=None) -> int:
         be.synchronize()
         return float(np.median(ts)), busy
 
+    def part_wait():
+        """The big ddddd F m waited for in four ways (the device, the stream, an event, spinning on an
+        event), against back to back and CUDA events, and an 8 GB copy the same ways: is the waited-for
+        product's time above the back-to-back one the wait or the product?"""
+        import time
+
+        from fftmatvec.bench import random_slab
+        from fftmatvec.operator import BTTOperator
+
+        op = BTTOperator(random_slab(0, Nd, Nm, Nt, (0, Nd), (0, Nm)), device=be, shape=(Nd, Nm, Nt))
+        x = cp.random.standard_normal((Nm, Nt, 1))
+        stream = cp.cuda.get_current_stream()
+
+        def event_sync():
+            ev = cp.cuda.Event(disable_timing=True)
+            ev.record()
+            ev.synchronize()
+
+        def event_spin():
+            ev = cp.cuda.Event(disable_timing=True)
+            ev.record()
+            while not ev.done:
+                pass
+
+        def waited(fn, wait, reps=30):
+            fn()
+            be.synchronize()
+            ts = []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                fn()
+                wait()
+                ts.append(time.perf_counter() - t0)
+            return round(float(np.median(ts)) * 1e6, 1)
+
+        def back_to_back(fn, reps=30):
+            fn()
+            be.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            be.synchronize()
+            return round((time.perf_counter() - t0) / reps * 1e6, 1)
+
+        src = cp.empty(Nm * Nd * (Nt + 1), np.float64)
+        dst = cp.empty_like(src)
+        for name, fn in (("matvec", lambda: op.matvec(x)), ("copy moving Fhat's bytes", lambda: cp.copyto(dst, src))):
+            emit(what="wait", fn=name, back_to_back_us=back_to_back(fn), events_us=round(timeit(fn, reps=30) * 1e6, 1),
+                 **{f"{how}_us": waited(fn, wait) for how, wait in (
+                     ("device_sync", be.synchronize), ("stream_sync", stream.synchronize),
+                     ("event_sync", event_sync), ("event_spin", event_spin))})
+
     def part_host_parts():
         """Host time per call of the pieces of a fixture-size product (each
         call timed while the device is busy, so the device's own time does
@@ -552,7 +604,7 @@ def main(argv=None) -> int:
     for name, fn in (("small", part_small), ("mid", part_mid), ("midvar", part_mid_variants),
                      ("fft", part_fft), ("fftvar", part_fft_variants), ("fftradix", part_fft_radices), ("variants", part_variants), ("engine", part_engine),
                      ("kgemm", part_kgemm), ("k16", part_k16), ("kernels", part_kernels), ("host", part_host),
-                     ("chunks", part_chunks), ("hostparts", part_host_parts)):
+                     ("chunks", part_chunks), ("hostparts", part_host_parts), ("wait", part_wait)):
         if name in parts:
             guarded(name, fn)
     if out:
