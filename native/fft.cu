@@ -214,17 +214,18 @@ template <int S, int LOGS, int nb> FMV_DEV void work_item(int e, int K, int& s, 
     }
 }
 
-// Work item e of a pass of nb butterflies that pair up by the real
-// transform's symmetry (the forward's last pass, the inverse's first): as
-// M - (j + r nb) = (nb - j) + (R - 1 - r) nb, butterflies j and nb - j hold
-// each other's partners Z[f] and Z[M - f].  e = sl + S (h + 2 p): series sl,
+// Work item e of the inverse's first pass (nb butterflies), whose butterflies
+// pair up by the real transform's symmetry: butterfly j needs Y[f] and
+// Y[M - f] for f = j + r nb, and M - (j + r nb) = (nb - j) + (R - 1 - r) nb
+// are the inputs of butterfly nb - j.  e = sl + S (h + 2 p): series sl,
 // butterfly j = p (h = 0) or nb - p (h = 1) for p <= nb / 2, so the two of a
 // pair are lanes e and e ^ S of one warp and swap values by shuffles instead
-// of a round trip through shared memory.  Butterfly 0 pairs with itself (both
-// lanes of p = 0 compute it), as does nb / 2 for even nb; one lane stores it.
-// `count` rounds the items up to whole groups of 64, so that every lane of a
-// warp reaches the shuffles: lanes past the end compute butterfly nb / 2 and
-// store nothing.
+// of a round trip through shared memory.  Butterfly 0's partner lane (p = 0,
+// h = 1) only supplies values (first_pass_from_spectrum); butterfly nb / 2
+// (even nb) pairs with itself, and one of its two lanes stores it.  `count`
+// rounds the items up to whole groups of 64, so that every lane of a warp
+// reaches the shuffles: lanes past the end compute butterfly nb / 2 and store
+// nothing.
 template <int S, int LOGS, int nb> struct PairItem {
     static_assert(S <= 16, "the two lanes of a pair must be in one group of 32");
     static constexpr int count = (2 * S * (nb / 2 + 1) + 63) / 64 * 64;
