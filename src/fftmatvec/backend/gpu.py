@@ -751,10 +751,10 @@ class GPUBackend(Backend):
             inverse_threads = threads
             if self.fused_threads is None and ctype.itemsize == 16:
                 # complex128: rfft_pad over many waves of blocks takes 256 threads, so that three blocks share a
-                # multiprocessor (two of 512 by registers): the big size took 62 us against 65 us with 512, the
-                # middle size's 250 blocks 7.1 us against 6.5 us; irfft_unpad always takes 256, the block size
-                # its register budget is set for (native/fft.cu): 70 against 86 us and 6.3 against 8.0 us
-                # (benchmarks/results/h200-fft-pairs-ab.jsonl)
+                # multiprocessor (two of 512 by registers): 62 us against 65 us with 512 at the big size, while
+                # the middle size's 250 blocks keep 512 (6.5 against 7.1 us); irfft_unpad always takes 256, the
+                # block size its register budget is set for (native/fft.cu): 70 against 86 us and 6.3 against
+                # 8.0 us (benchmarks/results/h200-fft-pairs-ab.jsonl)
                 inverse_threads = min(threads, 256)
                 if -(-B // S) >= 4 * self.sm_count:
                     threads = inverse_threads
