@@ -729,8 +729,12 @@ class GPUBackend(Backend):
         """Launch set-up of the fused transforms (native/fft.cu) for length
         ``2 M`` in complex ``ctype`` over ``B = n K`` series, or None when
         ``M`` is not supported (a prime factor above 7, or one series does not
-        fit in shared memory).  Twiddle tables are computed in float64 and
-        rounded once."""
+        fit in shared memory): ``(S, threads, smem, twp, twl, radices)`` with
+        ``S`` series per block, ``threads`` per block by kernel name
+        (``"rfft_pad"``, ``"irfft_unpad"``), ``smem`` bytes of shared memory per
+        block, the twiddle tables ``twp`` (:func:`pass_twiddles`) and ``twl``
+        on the device, and the radices.  Twiddle tables are computed in
+        float64 and rounded once."""
         key = (M, ctype, B, K)
         if key in self._fused:
             return self._fused[key]
