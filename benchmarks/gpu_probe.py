@@ -488,9 +488,7 @@ def main(argv=None) -> int:
         """The big ddddd F m waited for in four ways (the device, the stream, an event, spinning on an
         event), against back to back and CUDA events, and an 8 GB copy the same ways: is the waited-for
         product's time above the back-to-back one the wait or the product?"""
-        import time
-
-        from fftmatvec.bench import random_slab
+        from fftmatvec.bench import _back_to_back_time, _median_time, random_slab
         from fftmatvec.operator import BTTOperator
 
         op = BTTOperator(random_slab(0, Nd, Nm, Nt, (0, Nd), (0, Nm)), device=be, shape=(Nd, Nm, Nt))
@@ -508,31 +506,12 @@ def main(argv=None) -> int:
             while not ev.done:
                 pass
 
-        def waited(fn, wait, reps=30):
-            fn()
-            be.synchronize()
-            ts = []
-            for _ in range(reps):
-                t0 = time.perf_counter()
-                fn()
-                wait()
-                ts.append(time.perf_counter() - t0)
-            return round(float(np.median(ts)) * 1e6, 1)
-
-        def back_to_back(fn, reps=30):
-            fn()
-            be.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                fn()
-            be.synchronize()
-            return round((time.perf_counter() - t0) / reps * 1e6, 1)
-
         src = cp.empty(Nm * Nd * (Nt + 1), np.float64)
         dst = cp.empty_like(src)
         for name, fn in (("matvec", lambda: op.matvec(x)), ("copy moving Fhat's bytes", lambda: cp.copyto(dst, src))):
-            emit(what="wait", fn=name, back_to_back_us=back_to_back(fn), events_us=round(timeit(fn, reps=30) * 1e6, 1),
-                 **{f"{how}_us": waited(fn, wait) for how, wait in (
+            emit(what="wait", fn=name, back_to_back_us=round(_back_to_back_time(fn, 30, be.synchronize) * 1e6, 1),
+                 events_us=round(timeit(fn, reps=30) * 1e6, 1),
+                 **{f"{how}_us": round(_median_time(fn, 30, wait) * 1e6, 1) for how, wait in (
                      ("device_sync", be.synchronize), ("stream_sync", stream.synchronize),
                      ("event_sync", event_sync), ("event_spin", event_spin))})
 
