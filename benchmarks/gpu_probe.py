@@ -275,27 +275,65 @@ def main(argv=None) -> int:
                              floor_ratio=t * 1e-6 / floor)
 
     def part_kgemm():
+        """Per-frequency products with K right-hand sides at the big size: the
+        one-column kernels (``native``), ``sbgemm_fwd`` (``gemm``, forward
+        only) and cuBLAS's batched GEMM."""
         eng = get_big()
-        saved = dict(be.blas_min_k), dict(be.real_gemm)
+        saved = dict(be.blas_min_k), dict(be.gemm_min_k)
         for ta in (C64, C128):
             A = eng.Fhat[ta]
-            for K in (2, 4, 8, 16):
+            for K in (2, 3, 4, 8, 12, 16, 32):
                 x = rand_c((Nf, Nm, K), ta)
                 y = cp.empty((Nf, Nd, K), ta)
                 d = rand_c((Nf, Nd, K), ta)
                 m = cp.empty((Nf, Nm, K), ta)
                 for adjoint, xx, yy in ((False, x, y), (True, d, m)):
-                    paths = ("native", "cublas") + (("realgemm",) if not adjoint else ())
-                    for path in paths:
-                        if path == "native" and K > 8 and ta == C128:
+                    for path in ("native", "gemm", "cublas") if not adjoint else ("native", "cublas"):
+                        if path == "native" and K > (8 if ta == C128 else 16):
                             continue
-                        be.blas_min_k[(ta, adjoint)] = 10**6 if path == "native" else 1
-                        be.real_gemm[ta] = path == "realgemm"
+                        be.blas_min_k[(ta, adjoint)] = 1 if path == "cublas" else 10**6
+                        be.gemm_min_k[ta] = 1 if path == "gemm" else 10**6
                         t = timeit(lambda: be.sbgemv(A, xx, yy, adjoint=adjoint), reps=5)
                         emit(what="sbgemm", adjoint=adjoint, ta=str(ta), K=K, path=path, time_s=t,
                              floor_ratio=t / (A.nbytes / bw))
                 del x, y, d, m
-        be.blas_min_k, be.real_gemm = saved
+        be.blas_min_k, be.gemm_min_k = saved
+
+    def part_gemm_variants():
+        """sbgemm_fwd's lane layouts and column splits at K = 16, big size,
+        each checked against cuBLAS's product."""
+        eng = get_big()
+        saved = dict(be.gemm_tiles), be.gemm_splits, dict(be.gemm_min_k), dict(be.blas_min_k)
+        variants = {C64: [(2, 4, 2, 2, 2, 2), (2, 4, 2, 4, 1, 2), (2, 4, 4, 2, 2, 1), (2, 4, 4, 2, 1, 1),
+                          (2, 4, 4, 4, 1, 1), (1, 8, 2, 2, 2, 1)],
+                    C128: [(4, 2, 2, 2, 4, 2), (4, 2, 4, 2, 4, 1), (2, 4, 2, 2, 4, 1)]}
+        K = 16
+        for ta in (C64, C128):
+            A = eng.Fhat[ta]
+            x = rand_c((Nf, Nm, K), ta)
+            y = cp.empty((Nf, Nd, K), ta)
+            be.blas_min_k[(ta, False)] = 1
+            be.sbgemv(A, x, y, adjoint=False)
+            ref = y.copy()
+            be.blas_min_k[(ta, False)] = 10**6
+            be.gemm_min_k[ta] = 1
+            for tile in variants[ta]:
+                for S in (None, 1):
+                    be.gemm_tiles[(ta, 16)] = tile
+                    be.gemm_splits = S
+                    be._launch.clear()
+                    try:
+                        t = timeit(lambda: be.sbgemv(A, x, y, adjoint=False), reps=5)
+                    except Exception as exc:
+                        emit(what="gemm_variant", ta=str(ta), tile=tile, S=S, error=repr(exc)[:300])
+                        break
+                    cfg = next(v for k, v in be._launch.items() if k[0] == "gemm")
+                    err = float(cp.linalg.norm(y - ref) / cp.linalg.norm(ref))
+                    emit(what="gemm_variant", ta=str(ta), tile=tile, S=S, S_used=cfg[5], regs=int(cfg[0].num_regs),
+                         local_bytes=int(cfg[0].local_size_bytes), grid=cfg[1], block=cfg[2], time_s=t,
+                         floor_ratio=t / (A.nbytes / bw), rel_vs_cublas=err)
+        be.gemm_tiles, be.gemm_splits, be.gemm_min_k, be.blas_min_k = saved
+        be._launch.clear()
 
     def engine_runs(eng, codes, K, label, naive=True, stages=True):
         for code, adjoint in codes:
@@ -412,7 +450,7 @@ def main(argv=None) -> int:
             eng = make()
             eng._workspaces.clear()
             codes = [("ddddd", False), ("ddddd", True), ("dssdd", False), ("ddssd", True)]
-            for code, adjoint in codes[: 2 if K > 1 else 4]:
+            for code, adjoint in codes[:3] if K > 1 else codes:
                 prec = parse(code)
                 x = cp.random.standard_normal((eng.nd if adjoint else eng.nm, eng.Nt, K)).astype(prec.pad)
                 per = kernel_times(lambda: eng.apply(x, prec, adjoint=adjoint))
@@ -582,7 +620,7 @@ def main(argv=None) -> int:
 
     for name, fn in (("small", part_small), ("mid", part_mid), ("midvar", part_mid_variants),
                      ("fft", part_fft), ("fftvar", part_fft_variants), ("fftradix", part_fft_radices), ("variants", part_variants), ("engine", part_engine),
-                     ("kgemm", part_kgemm), ("k16", part_k16), ("kernels", part_kernels), ("host", part_host),
+                     ("kgemm", part_kgemm), ("gemmvar", part_gemm_variants), ("k16", part_k16), ("kernels", part_kernels), ("host", part_host),
                      ("chunks", part_chunks), ("hostparts", part_host_parts), ("wait", part_wait)):
         if name in parts:
             guarded(name, fn)

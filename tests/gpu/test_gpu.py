@@ -45,8 +45,19 @@ def native_gpu():
     adjoint kernel for one right-hand side too, and splits forward rows."""
     be = GPUBackend()
     be.blas_min_k = {key: 10**6 for key in be.blas_min_k}
+    be.gemm_min_k = {key: 10**6 for key in be.gemm_min_k}
     be.adj_flat = False
     be.fwd_splits = 3
+    return be
+
+
+@pytest.fixture(scope="module")
+def gemm_gpu():
+    """A GPU backend whose forward products with several right-hand sides all
+    take ``sbgemm_fwd`` (never cuBLAS)."""
+    be = GPUBackend()
+    be.blas_min_k = {key: 10**6 for key in be.blas_min_k}
+    be.gemm_min_k = {key: 2 for key in be.gemm_min_k}
     return be
 
 
@@ -351,6 +362,36 @@ def test_sbgemv_kernel_tails(gpu, native_gpu, rng, ta, tx, adjoint, which):
                 got = out.get()
                 assert np.all(np.isfinite(got)), (nm, nd, K)
                 assert rel_err(got, ref) < tol * np.sqrt(nm if not adjoint else nd), (nm, nd, K)
+
+
+@pytest.mark.parametrize(
+    "ta,tx", [(np.complex128, np.complex128), (np.complex64, np.complex64), (np.complex64, np.complex128),
+              (np.complex128, np.complex64)], ids=["zz", "cc", "cz", "zc"])
+def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
+    """sbgemm_fwd against einsum in float64: every lane layout (K up to 16 and
+    chunks of 16 beyond), odd shapes, forced column splits, and a block of
+    rows of a larger Fhat read in place."""
+    be = gemm_gpu
+    tol = 5e-14 if ta == np.complex128 else 2e-6
+    shapes = ((3, 1, 1, 2), (2, 7, 33, 3), (3, 9, 257, 5), (2, 100, 1000, 16), (2, 130, 77, 9), (2, 17, 500, 17),
+              (2, 5, 3, 33), (1, 64, 4096, 16), (2, 3, 40, 8), (2, 70, 129, 4))
+    try:
+        for nf, nd, nm, K in shapes:
+            for S, rows in ((None, None), (1, None), (3, None), (None, (2, 2 + nd))):
+                be.gemm_splits = S
+                full = nd + 5 if rows else nd
+                A = (rng.standard_normal((nf, full, nm)) + 1j * rng.standard_normal((nf, full, nm))).astype(ta)
+                x = (rng.standard_normal((nf, nm, K)) + 1j * rng.standard_normal((nf, nm, K))).astype(tx)
+                out = cupy.full((nf, nd, K), np.nan, dtype=ta)
+                A_dev = cupy.asarray(A)
+                be.sbgemv(A_dev[:, rows[0]:rows[1]] if rows else A_dev, cupy.asarray(x), out, adjoint=False)
+                A64 = (A[:, rows[0]:rows[1]] if rows else A).astype(np.complex128)
+                ref = A64 @ x.astype(ta).astype(np.complex128)
+                got = out.get()
+                assert np.all(np.isfinite(got)), (nf, nd, nm, K, S, rows)
+                assert rel_err(got, ref) < tol * np.sqrt(nm), (nf, nd, nm, K, S, rows)
+    finally:
+        be.gemm_splits = None
 
 
 @pytest.mark.parametrize("ta", [np.complex64, np.complex128], ids=["c", "z"])

@@ -15,7 +15,9 @@ stage runs (choices measured on an H200, see benchmarks/results/h200-*.jsonl):
   changes and the ``1/L``;
 * ``sbgemv`` reads ``Fhat`` in place, once, with 16-byte streaming loads
   (``native/sbgemv.cu``), the input's cast fused into the load; several
-  right-hand sides in the same kernels up to :attr:`GPUBackend.blas_min_k`,
+  right-hand sides in the same kernels, or for forward products from
+  :attr:`GPUBackend.gemm_min_k` in ``native/sbgemm.cu`` (X staged in shared
+  memory, 3M complex products), up to :attr:`GPUBackend.blas_min_k`,
   cuBLAS's batched GEMM from there;
 * small products (``Nt`` up to 32, one right-hand side) skip all of this:
   :meth:`GPUBackend.direct_plan` runs the five stages in one kernel
@@ -83,6 +85,17 @@ def select_device(local_rank: int) -> int:
     dev = int(local_rank) % count
     cupy.cuda.Device(dev).use()
     return dev
+
+
+# lane layouts of native/sbgemm.cu by (dtype, right-hand sides per block KB): (KL, CL, TR, U, V, MINB) =
+# right-hand-side lanes, column lanes, rows per lane, columns per lane and step, steps per staged chunk
+# of X, blocks of 256 threads per multiprocessor the registers are capped for
+_GEMM_TILES = {
+    (np.dtype(np.complex64), 16): (2, 4, 2, 2, 2, 2), (np.dtype(np.complex64), 8): (1, 8, 2, 4, 1, 2),
+    (np.dtype(np.complex64), 4): (1, 8, 2, 4, 2, 2), (np.dtype(np.complex64), 2): (1, 8, 2, 4, 4, 2),
+    (np.dtype(np.complex128), 16): (2, 4, 2, 2, 4, 1), (np.dtype(np.complex128), 8): (2, 4, 2, 2, 4, 2),
+    (np.dtype(np.complex128), 4): (1, 8, 2, 2, 4, 2), (np.dtype(np.complex128), 2): (1, 8, 2, 2, 8, 2),
+}
 
 
 def _pow2_at_least(n: int) -> int:
@@ -212,6 +225,15 @@ class GPUBackend(Backend):
         Smallest number of right-hand sides for which the per-frequency
         product (of ``Fhat``'s dtype, adjoint or not) goes to cuBLAS (batched
         GEMM) instead of the native kernel.
+    gemm_min_k : dict[numpy.dtype, int]
+        Smallest number of right-hand sides for which a forward product (below
+        ``blas_min_k``) takes ``native/sbgemm.cu`` instead of the one-column
+        kernels.
+    gemm_tiles : dict[(numpy.dtype, int), tuple]
+        Lane layout of ``sbgemm_fwd`` per dtype and right-hand sides per
+        block (:data:`_GEMM_TILES`).
+    gemm_splits : int or None
+        Column splits of ``sbgemm_fwd`` (None: chosen by size).
     graph_max_bytes : int
         ``Fhat`` size up to which the engine records its stages (or its one
         :meth:`direct_plan` kernel) as a CUDA graph and replays it (default:
@@ -256,10 +278,18 @@ class GPUBackend(Backend):
         attributes = self._device.attributes
         self.smem_limit = int(attributes.get("MaxSharedMemoryPerBlockOptin", 48 << 10))
         self.device_name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-        # measured on an H200 at Nm=5000, Nd=100, Nt=1000 (benchmarks/gpu_probe.py, part kgemm):
-        # the native kernels win up to these K (exclusive), cuBLAS's batched GEMM from there
+        # measured on an H200 at Nm=5000, Nd=100, Nt=1000 (benchmarks/gpu_probe.py, part kgemm,
+        # benchmarks/results/h200-probe-gemm-stop15.jsonl): the native kernels win up to these K
+        # (exclusive), cuBLAS's batched GEMM from there
         c64, c128 = np.dtype(np.complex64), np.dtype(np.complex128)
-        self.blas_min_k = {(c64, False): 5, (c64, True): 9, (c128, False): 3, (c128, True): 9}
+        self.blas_min_k = {(c64, False): 9, (c64, True): 9, (c128, False): 3, (c128, True): 9}
+        # forward products with gemm_min_k <= K < blas_min_k take native/sbgemm.cu, the others of
+        # fewer right-hand sides the one-column kernels; complex64 K = 3-8: 1.48-1.99x the floor
+        # against 1.96-2.05x (one-column kernels) and 3.7x (cuBLAS); complex128: none (cuBLAS is faster
+        # from K = 3)
+        self.gemm_min_k = {c64: 3, c128: 3}
+        self.gemm_tiles = dict(_GEMM_TILES)
+        self.gemm_splits: int | None = None
         self.real_gemm = {np.dtype(np.complex64): False, np.dtype(np.complex128): False}
         self.fwd_splits: int | None = None  # column splits of the forward kernel (None: automatic)
         self.adj_flat = True  # balanced adjoint kernel for one right-hand side
@@ -806,6 +836,9 @@ class GPUBackend(Backend):
         if K >= self.blas_min_k[(ta, bool(adjoint))]:
             self._sbgemm_blas(Fhat, x_hat, out, adjoint)
             return
+        if not adjoint and K >= self.gemm_min_k[ta]:
+            self._sbgemm_native(Fhat, x_hat, out)
+            return
         S = self._sbgemv_cols(Fhat, x_hat, out, adjoint, 0, nm, None)
         if S > 1:
             self._sum_splits(self.scratch((S,) + out.shape, ta, "sbgemv-splits"), out, S)
@@ -952,6 +985,50 @@ class GPUBackend(Backend):
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(RS), np.int32(CH), np.int32(col0),
                 np.int32(col1))
         return fn, grid, (CT * RS,), smem, tail, 1
+
+    def _sbgemm_native(self, Fhat: Array, x_hat: Array, out: Array) -> None:
+        """Forward product with several right-hand sides through ``sbgemm_fwd``
+        (``Fhat`` read once per 16 right-hand sides, 3M complex products)."""
+        nf, nd, nm = Fhat.shape
+        K = x_hat.shape[2]
+        ta = np.dtype(Fhat.dtype)
+        lda = self._row_stride(Fhat, False)
+        key = ("gemm", nf, nd, nm, K, ta, x_hat.dtype, lda)
+        cfg = self._launch.get(key)
+        if cfg is None:
+            cfg = self._launch[key] = self._gemm_config(nf, nd, nm, K, ta, np.dtype(x_hat.dtype), lda)
+        fn, grid, block, smem, tail, S = cfg
+        dst = out if S == 1 else self.scratch((S,) + out.shape, ta, "sbgemm-splits")
+        fn(grid, block, (Fhat, x_hat, dst) + tail, shared_mem=smem)
+        if S > 1:
+            self._sum_splits(dst, out, S)
+
+    def _gemm_config(self, nf, nd, nm, K, ta, tx, lda):
+        """Launch of ``sbgemm_fwd``: lane layout by (dtype, KB), blocks of at
+        most 8 warps (two blocks of 128 registers a thread per multiprocessor)
+        and at least 4 (the staging of X assumes 128 threads), column splits
+        so that the last wave of blocks is nearly full."""
+        KB = min(16, _pow2_at_least(max(2, K)))
+        KL, CL, TR, U, V, MINB = self.gemm_tiles[(ta, KB)]
+        rows_per_warp = 32 // (KL * CL) * TR
+        row_warps = -(-nd // rows_per_warp)
+        nrb = -(-row_warps // 8)
+        warps = max(4, -(-row_warps // nrb))
+        fn = kernels.kernel("sbgemm.cu", "sbgemm_fwd", ta, tx, KB, KL, CL, TR, U, V, MINB)
+        real = _C2R[ta].itemsize
+        BX = CL * U * V
+        smem = 2 * BX * ((KB + 16 // ta.itemsize) * ta.itemsize + (KB + 16 // real) * real)
+        blocks = nf * nrb
+        S = self.gemm_splits
+        if S is None:
+            resident = self.sm_count * self._resident_blocks(fn, 32 * warps)
+            S = min(range(1, 5), key=lambda s: (-(-blocks * s // resident) * resident / (blocks * s), s))
+            S = max(1, min(S, nm // (4 * BX)))
+        cw = -(-nm // S)
+        grid = (blocks * S, -(-K // KB))
+        tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(nrb), np.int32(S), np.int32(cw),
+                np.int32(lda))
+        return fn, grid, (32 * warps,), smem, tail, S
 
     def _sbgemm_blas(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool) -> None:
         """Batched GEMM through cuBLAS, ``Fhat`` read in place (no conjugate

@@ -1,0 +1,217 @@
+// sbgemm.cu -- forward per-frequency product with several right-hand sides (stage 3).
+//
+//   A : rows of Fhat, row i of frequency f at A + (f * lda + i) * nm (lda >= nd), complex TA
+//   X : (nf, nm, K) complex TX (cast to TA when staged)
+//   Y[f, i, k] = sum_j A[f, i, j] * X[f, j, k]       Y : (S, nf, nd, K), one slice per column split
+//
+// With K right-hand sides the product does K complex multiply-adds per
+// element of A, and at K = 16 the usual four real multiply-adds each take as
+// long as reading A (complex64: 64 GFLOP at the big size, about the time of
+// reading its 4 GB).  So the kernel uses the 3M form: per (i, j, k) three
+// real multiply-adds into T1 += Ar Xr, T2 += Ai Xi, T3 += (Ar + Ai)(Xr + Xi),
+// and at the end Re Y = T1 - T2, Im Y = T3 - T1 - T2.  Xr + Xi is formed once
+// when X is staged, Ar + Ai once per element of A.
+//
+// Work split.  Block (f, row block, column split), blockIdx.y the chunk of KB
+// right-hand sides.  A warp owns RL * TR consecutive rows; its 32 lanes are
+// CL column lanes x RL row lanes x KL right-hand-side lanes, and a lane owns
+// TR rows x KT = KB / KL right-hand sides.  Every element of A is read by one
+// load instruction (the KL lanes that need it read the same address) and
+// feeds KT accumulators per row.  A step is BK = CL * U columns: each lane
+// loads U columns of its TR rows from global memory, the next step's loads in
+// flight while this step is summed.  X is staged in shared memory, with its
+// Xr + Xi, in chunks of V steps (double buffered, the next chunk's loads held
+// in registers during the sums).  Column lanes are summed by shuffles at the end.
+// MINB: blocks of 256 threads per multiprocessor the registers are capped for.
+// Launch: blockDim.x = 32 * warps (4 <= warps <= 8), gridDim.x = nf * nrb * S,
+// gridDim.y = ceil(K / KB), dynamic shared memory
+// 2 * CL * U * V * (XS * sizeof(TA) + SS * sizeof(real)) bytes (GemmStage).
+//
+// Measured on an H200 (docs/benchmarks.md): 1.5-2.0x the memory floor for
+// K = 3-8 in complex64; with K = 16 it is bound by L1 traffic (32-byte row
+// pieces of A per load, shared-memory reads of X), 3.7x, about cuBLAS's time.
+// ---------------------------------------------------------------------------
+#include "fftmatvec_common.cuh"
+
+using fmv::index_t;
+
+namespace fmv {
+
+// Row strides (elements) of the staged X and of its sums: 16 bytes of padding
+// put the CL columns read by one instruction in distinct banks.
+template <typename TA, int KB> struct GemmStage {
+    typedef typename real_of<TA>::type R;
+    static constexpr int XS = KB + 16 / (int)sizeof(TA);
+    static constexpr int SS = KB + 16 / (int)sizeof(R);
+};
+
+// a pair of adjacent complex values from shared memory (16-byte aligned), as one access for float2
+FMV_DEV void lds_pair(const float2* p, float2& a, float2& b) {
+    const float4 v = *reinterpret_cast<const float4*>(p);
+    a = cmake<float2>(v.x, v.y);
+    b = cmake<float2>(v.z, v.w);
+}
+FMV_DEV void lds_pair(const double2* p, double2& a, double2& b) {
+    a = p[0];
+    b = p[1];
+}
+
+}  // namespace fmv
+
+template <typename TA, typename TX, int KB, int KL, int CL, int TR, int U, int V, int MINB>
+__global__ void __launch_bounds__(256, MINB)
+sbgemm_fwd(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm, int K,
+           int nrb, int S, int cw, int lda) {
+    typedef typename fmv::real_of<TA>::type R;
+    constexpr int RL = 32 / (KL * CL);
+    constexpr int KT = KB / KL;
+    constexpr int BK = CL * U;  // columns of one step of the lanes
+    constexpr int BX = BK * V;  // columns of one staged chunk of X
+    constexpr int XS = fmv::GemmStage<TA, KB>::XS;
+    constexpr int SS = fmv::GemmStage<TA, KB>::SS;
+    constexpr int QS = (BX * KB + 127) / 128;  // staged elements per thread (blockDim.x >= 128)
+    static_assert(KL * CL * RL == 32 && KT * KL == KB && KT % 2 == 0, "lane layout");
+
+    extern __shared__ double2 fmv_smem[];  // 16-byte aligned
+    TA* xs = reinterpret_cast<TA*>(fmv_smem);            // [2][BX][XS]
+    R* xsum = reinterpret_cast<R*>(xs + 2 * BX * XS);    // [2][BX][SS]
+
+    const int lane = threadIdx.x & 31;
+    const int cl = lane % CL, rl = (lane / CL) % RL, kh = lane / (CL * RL);
+    const int split = blockIdx.x % S;
+    const int rb = (blockIdx.x / S) % nrb;
+    const int f = blockIdx.x / (S * nrb);
+    const int i0 = (rb * (int)(blockDim.x >> 5) + (int)(threadIdx.x >> 5)) * (RL * TR) + rl * TR;
+    const int k0 = blockIdx.y * KB;
+    const int kn = fmv::min_(KB, K - k0);
+    const int jbeg = split * cw;
+    const int jend = fmv::min_(nm, jbeg + cw);
+    const int nchunks = (jend - jbeg + BX - 1) / BX;
+
+    const TA* a[TR];
+#pragma unroll
+    for (int t = 0; t < TR; ++t) a[t] = A + ((index_t)f * lda + fmv::min_(i0 + t, nd - 1)) * nm;
+    const TX* x = X + (index_t)f * nm * K + k0;
+
+    // X chunk c held in registers, then stored (cast, with its sums) into buffer c & 1
+    TX xr[QS];
+    auto load_x = [&](int c) {
+#pragma unroll
+        for (int q = 0; q < QS; ++q) {
+            const int e = threadIdx.x + q * blockDim.x;
+            const int jj = e / KB, k = e % KB;
+            const int j = jbeg + c * BX + jj;
+            xr[q] = (e < BX * KB && k < kn && j < jend) ? FMV_LDG(x + (index_t)j * K + k) : fmv::cmake<TX>(0, 0);
+        }
+    };
+    auto store_x = [&](int c) {
+        TA* xb = xs + (c & 1) * BX * XS;
+        R* sb = xsum + (c & 1) * BX * SS;
+#pragma unroll
+        for (int q = 0; q < QS; ++q) {
+            const int e = threadIdx.x + q * blockDim.x;
+            if (e < BX * KB) {
+                const TA v = fmv::ccast<TA>(xr[q]);
+                xb[(e / KB) * XS + e % KB] = v;
+                sb[(e / KB) * SS + e % KB] = v.x + v.y;
+            }
+        }
+    };
+    // A step g: columns jbeg + g * BK + u * CL + cl of the TR rows (zero beyond jend)
+    auto load_a = [&](int g, TA (&av)[U][TR]) {
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int j = jbeg + g * BK + u * CL + cl;
+#pragma unroll
+            for (int t = 0; t < TR; ++t) av[u][t] = j < jend ? FMV_LDCS(a[t] + j) : fmv::czero<TA>();
+        }
+    };
+
+    R t1[TR][KT], t2[TR][KT], t3[TR][KT];
+#pragma unroll
+    for (int t = 0; t < TR; ++t)
+#pragma unroll
+        for (int q = 0; q < KT; ++q) t1[t][q] = t2[t][q] = t3[t][q] = 0;
+
+    TA av[U][TR], an[U][TR];
+    if (nchunks > 0) {
+        load_x(0);
+        store_x(0);
+        load_a(0, av);
+    }
+    __syncthreads();
+    for (int c = 0; c < nchunks; ++c) {
+        const bool more = c + 1 < nchunks;
+        if (more) load_x(c + 1);
+        const TA* xb = xs + (c & 1) * BX * XS + kh * KT;
+        const R* sb = xsum + (c & 1) * BX * SS + kh * KT;
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+            load_a(c * V + v + 1, an);
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int jj = v * BK + u * CL + cl;
+                R as[TR];
+#pragma unroll
+                for (int t = 0; t < TR; ++t) as[t] = av[u][t].x + av[u][t].y;
+#pragma unroll
+                for (int q = 0; q < KT; q += 2) {
+                    TA x0, x1;
+                    fmv::lds_pair(xb + jj * XS + q, x0, x1);
+                    const R s0 = sb[jj * SS + q], s1 = sb[jj * SS + q + 1];
+#pragma unroll
+                    for (int t = 0; t < TR; ++t) {
+                        t1[t][q] += av[u][t].x * x0.x;
+                        t2[t][q] += av[u][t].y * x0.y;
+                        t3[t][q] += as[t] * s0;
+                        t1[t][q + 1] += av[u][t].x * x1.x;
+                        t2[t][q + 1] += av[u][t].y * x1.y;
+                        t3[t][q + 1] += as[t] * s1;
+                    }
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+#pragma unroll
+                for (int t = 0; t < TR; ++t) av[u][t] = an[u][t];
+        }
+        if (more) store_x(c + 1);
+        __syncthreads();
+    }
+
+    // Y = (T1 - T2, T3 - T1 - T2), summed over the column lanes (lowest lane bits)
+    TA* ys = Y + (index_t)split * nf * nd * K;
+#pragma unroll
+    for (int t = 0; t < TR; ++t) {
+        const int i = i0 + t;
+#pragma unroll
+        for (int q = 0; q < KT; ++q) {
+            R re = t1[t][q] - t2[t][q];
+            R im = t3[t][q] - t1[t][q] - t2[t][q];
+#pragma unroll
+            for (int off = CL >> 1; off > 0; off >>= 1) {
+                re += FMV_SHFL_XOR(re, off, 32);
+                im += FMV_SHFL_XOR(im, off, 32);
+            }
+            const int k = kh * KT + q;
+            if (q % CL == cl && i < nd && k < kn) ys[((index_t)f * nd + i) * K + k0 + k] = fmv::cmake<TA>(re, im);
+        }
+    }
+}
+
+#ifdef FFTMATVEC_INSTANTIATE
+#define FMV_GEMM(TA, TX, KB, KL, CL, TR, U, V, MB)                                                          \
+    template __global__ void sbgemm_fwd<TA, TX, KB, KL, CL, TR, U, V, MB>(const TA*, const TX*, TA*, int, int, \
+                                                                           int, int, int, int, int, int);
+FMV_GEMM(float2, float2, 16, 2, 4, 2, 2, 2, 2)
+FMV_GEMM(float2, double2, 16, 2, 4, 2, 2, 2, 2)
+FMV_GEMM(float2, float2, 8, 1, 8, 2, 4, 1, 2)
+FMV_GEMM(float2, double2, 8, 1, 8, 2, 4, 1, 2)
+FMV_GEMM(float2, float2, 4, 1, 8, 2, 4, 2, 2)
+FMV_GEMM(float2, float2, 2, 1, 8, 2, 4, 4, 2)
+FMV_GEMM(double2, double2, 16, 2, 4, 2, 2, 4, 1)
+FMV_GEMM(double2, float2, 16, 2, 4, 2, 2, 4, 1)
+FMV_GEMM(double2, double2, 8, 2, 4, 2, 2, 4, 2)
+FMV_GEMM(double2, double2, 4, 1, 8, 2, 2, 4, 2)
+FMV_GEMM(double2, double2, 2, 1, 8, 2, 2, 8, 2)
+#endif
