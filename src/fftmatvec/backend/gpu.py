@@ -1005,9 +1005,9 @@ class GPUBackend(Backend):
 
     def _gemm_config(self, nf, nd, nm, K, ta, tx, lda):
         """Launch of ``sbgemm_fwd``: lane layout by (dtype, KB), blocks of at
-        most 8 warps (two blocks of 128 registers a thread per multiprocessor)
-        and at least 4 (the staging of X assumes 128 threads), column splits
-        so that the last wave of blocks is nearly full."""
+        most 8 warps (the kernel's launch bounds) and at least 4 (the staging
+        of X assumes 128 threads), column splits so that the last wave of
+        blocks is nearly full."""
         KB = min(16, _pow2_at_least(max(2, K)))
         KL, CL, TR, U, V, MINB = self.gemm_tiles[(ta, KB)]
         rows_per_warp = 32 // (KL * CL) * TR
