@@ -300,13 +300,14 @@ def main(argv=None) -> int:
         be.blas_min_k, be.gemm_min_k = saved
 
     def part_gemm_variants():
-        """sbgemm_fwd's lane layouts and column splits at K = 16, big size,
-        each checked against cuBLAS's product."""
+        """sbgemm_staged's tiles and sbgemm_fwd's lane layouts at K = 16, big
+        size, each checked against cuBLAS's product."""
         eng = get_big()
-        saved = dict(be.gemm_tiles), be.gemm_splits, dict(be.gemm_min_k), dict(be.blas_min_k)
-        variants = {C64: [(2, 4, 2, 2, 2, 2), (2, 4, 2, 4, 1, 2), (2, 4, 4, 2, 2, 1), (2, 4, 4, 2, 1, 1),
-                          (2, 4, 4, 4, 1, 1), (1, 8, 2, 2, 2, 1)],
-                    C128: [(4, 2, 2, 2, 4, 2), (4, 2, 4, 2, 4, 1), (2, 4, 2, 2, 4, 1)]}
+        saved = (dict(be.gemm_tiles), dict(be.gemm_staged), be.gemm_splits, dict(be.gemm_min_k),
+                 dict(be.blas_min_k))
+        variants = {C64: [("staged", (4, 4, 32, 3)), ("staged", (4, 4, 32, 4)), ("staged", (4, 4, 16, 4)),
+                          ("staged", (2, 4, 32, 3)), ("fwd", (2, 4, 2, 2, 2, 2))],
+                    C128: [("staged", (2, 4, 16, 3)), ("staged", (2, 4, 32, 3)), ("fwd", (2, 4, 2, 2, 4, 1))]}
         K = 16
         for ta in (C64, C128):
             A = eng.Fhat[ta]
@@ -317,22 +318,27 @@ def main(argv=None) -> int:
             ref = y.copy()
             be.blas_min_k[(ta, False)] = 10**6
             be.gemm_min_k[ta] = 1
-            for tile in variants[ta]:
+            for kind, tile in variants[ta]:
                 for S in (None, 1):
-                    be.gemm_tiles[(ta, 16)] = tile
+                    if kind == "staged":
+                        be.gemm_staged[ta] = tile
+                    else:
+                        be.gemm_staged[ta] = None
+                        be.gemm_tiles[(ta, 16)] = tile
                     be.gemm_splits = S
                     be._launch.clear()
+                    y[...] = 0
                     try:
                         t = timeit(lambda: be.sbgemv(A, x, y, adjoint=False), reps=5)
                     except Exception as exc:
-                        emit(what="gemm_variant", ta=str(ta), tile=tile, S=S, error=repr(exc)[:300])
+                        emit(what="gemm_variant", ta=str(ta), kind=kind, tile=tile, S=S, error=repr(exc)[:300])
                         break
                     cfg = next(v for k, v in be._launch.items() if k[0] == "gemm")
                     err = float(cp.linalg.norm(y - ref) / cp.linalg.norm(ref))
-                    emit(what="gemm_variant", ta=str(ta), tile=tile, S=S, S_used=cfg[5], regs=int(cfg[0].num_regs),
-                         local_bytes=int(cfg[0].local_size_bytes), grid=cfg[1], block=cfg[2], time_s=t,
-                         floor_ratio=t / (A.nbytes / bw), rel_vs_cublas=err)
-        be.gemm_tiles, be.gemm_splits, be.gemm_min_k, be.blas_min_k = saved
+                    emit(what="gemm_variant", ta=str(ta), kind=kind, tile=tile, S=S, S_used=cfg[5],
+                         regs=int(cfg[0].num_regs), local_bytes=int(cfg[0].local_size_bytes), grid=cfg[1],
+                         block=cfg[2], smem=cfg[3], time_s=t, floor_ratio=t / (A.nbytes / bw), rel_vs_cublas=err)
+        be.gemm_tiles, be.gemm_staged, be.gemm_splits, be.gemm_min_k, be.blas_min_k = saved
         be._launch.clear()
 
     def engine_runs(eng, codes, K, label, naive=True, stages=True):

@@ -114,4 +114,33 @@ template <typename To, typename From> FMV_DEV To cload(const From* p) { return c
 
 template <typename T> FMV_DEV T min_(T a, T b) { return a < b ? a : b; }
 
+// Asynchronous copy of BYTES (4, 8 or 16) from global to shared memory
+// (cp.async, no register holds them on the way; both addresses aligned to
+// BYTES), zero-filled when !valid (src is then not read).  Copies issued
+// since the last cp_async_commit() form a group; cp_async_wait<N>() returns
+// once at most N of this thread's groups are still in flight, and a
+// __syncthreads() after it makes all threads' copies visible.  HIP: a plain
+// load and store.
+template <int BYTES> FMV_DEV void cp_async(void* dst, const void* src, bool valid) {
+#ifdef FMV_HIP
+    for (int w = 0; w < BYTES / 4; ++w)
+        reinterpret_cast<int*>(dst)[w] = valid ? reinterpret_cast<const int*>(src)[w] : 0;
+#else
+    unsigned long long sdst;
+    asm("cvta.to.shared.u64 %0, %1;" : "=l"(sdst) : "l"(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"((unsigned)sdst), "l"(src), "n"(BYTES),
+                 "r"(valid ? BYTES : 0));
+#endif
+}
+FMV_DEV void cp_async_commit() {
+#ifndef FMV_HIP
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+template <int N> FMV_DEV void cp_async_wait() {
+#ifndef FMV_HIP
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
 }  // namespace fmv

@@ -1,4 +1,6 @@
-// sbgemm.cu -- forward per-frequency product with several right-hand sides (stage 3).
+// sbgemm.cu -- forward per-frequency product with several right-hand sides (stage 3):
+// sbgemm_fwd (Fhat through registers, X staged; any number of rows) and
+// sbgemm_staged (Fhat and X staged by asynchronous copies; up to 64 TM rows).
 //
 //   A : rows of Fhat, row i of frequency f at A + (f * lda + i) * nm (lda >= nd), complex TA
 //   X : (nf, nm, K) complex TX (cast to TA when staged)
@@ -29,7 +31,8 @@
 //
 // Measured on an H200 (docs/benchmarks.md): 1.5-2.0x the memory floor for
 // K = 3-8 in complex64; with K = 16 it is bound by L1 traffic (32-byte row
-// pieces of A per load, shared-memory reads of X), 3.7x, about cuBLAS's time.
+// pieces of A per load, shared-memory reads of X), 3.7x, where sbgemm_staged
+// takes 2.4x.
 // ---------------------------------------------------------------------------
 #include "fftmatvec_common.cuh"
 
@@ -199,6 +202,155 @@ sbgemm_fwd(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ 
     }
 }
 
+// ---------------------------------------------------------------------------
+// Forward product with KB = 4 * TN right-hand sides, Fhat staged too.  Block
+// (f, column split), all nd <= 64 * TM rows; blockIdx.y the chunk of KB
+// right-hand sides.  Chunks of BK columns of A (all rows) and of X go into
+// shared memory by asynchronous copies, NS chunks deep, so that the block has
+// NS - 1 chunks in flight without holding them in registers.  Thread t is
+// right-hand-side group kg = t % 4 (TN of them), row group rg = (t / 4) % RG
+// (rows rg + m RG, m < TM) and column phase ph = t / (4 RG) < P = blockDim.x /
+// (4 RG) (phases take pairs of columns in turn and are summed through shared
+// memory at the end).  So a warp reads 8 rows of A and 4 groups of X per
+// shared-memory access, each in distinct banks: one wavefront each.
+// 3M products as in sbgemm_fwd; Ar + Ai and Xr + Xi are formed per use.
+// A is copied VA elements at a time (VA = 2: 16-byte copies of complex64
+// pairs; nm, the split width and A's address even).
+// Launch: blockDim.x = 256 >= 4 RG, gridDim.x = nf * S, gridDim.y = ceil(K / KB),
+// dynamic shared memory max(NS (RG TM AS + BK XS) sizeof(TA), (P - 1) 4 RG TM TN 2 sizeof(real)),
+// AS = BK + 16 / sizeof(TA), XS = KB + 16 / sizeof(TA).  X has A's type.
+// ---------------------------------------------------------------------------
+template <typename TA, int TM, int TN, int BK, int NS, int VA>
+__global__ void __launch_bounds__(256, 2)
+sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm, int K,
+              int S, int cw, int lda) {
+    typedef typename fmv::real_of<TA>::type R;
+    constexpr int KB = 4 * TN;
+    constexpr int AS = BK + 16 / (int)sizeof(TA);
+    constexpr int XS = KB + 16 / (int)sizeof(TA);
+    static_assert(BK % 2 == 0 && TN % 2 == 0 && NS >= 2, "tile");
+    extern __shared__ double2 fmv_smem[];  // 16-byte aligned
+    const int RG = (nd + TM - 1) / TM;
+    const int rows = RG * TM;
+    const int P = (int)blockDim.x / (4 * RG);
+    TA* as = reinterpret_cast<TA*>(fmv_smem);  // [NS][rows][AS]
+    TA* xs = as + NS * rows * AS;              // [NS][BK][XS]
+
+    const int tid = threadIdx.x;
+    const int kg = tid % 4, rg = (tid / 4) % RG, ph = tid / (4 * RG);
+    const int split = blockIdx.x % S, f = blockIdx.x / S;
+    const int k0 = blockIdx.y * KB, kn = fmv::min_(KB, K - k0);
+    const int jbeg = split * cw, jend = fmv::min_(nm, jbeg + cw);
+    const int nchunks = jend > jbeg ? (jend - jbeg + BK - 1) / BK : 0;
+    const TA* af = A + (index_t)f * lda * nm;
+    const TA* xf = X + (index_t)f * nm * K + k0;
+
+    // copies of A: thread t takes VA columns (ccol) of rows crow, crow + RP, ...
+    constexpr int CPR = BK / VA;
+    constexpr int RP = 256 / CPR;
+    const int ccol = tid % CPR, crow = tid / CPR;
+    const TA* asrc = af + (index_t)crow * nm + jbeg + ccol * VA;
+    auto issue = [&](int c) {
+        if (c < nchunks) {
+            const bool colok = jbeg + c * BK + ccol * VA < jend;
+            const TA* src = asrc + c * BK;
+            TA* dst = as + (c % NS) * rows * AS + crow * AS + ccol * VA;
+            for (int r = crow; r < rows; r += RP, src += (index_t)RP * nm, dst += RP * AS) {
+                const bool ok = colok && r < nd;
+                fmv::cp_async<VA * (int)sizeof(TA)>(dst, ok ? src : af, ok);
+            }
+            TA* xb = xs + (c % NS) * BK * XS;
+            const int j0 = jbeg + c * BK;
+            for (int e = tid; e < BK * KB; e += 256) {
+                const int jj = e / KB, k = e % KB;
+                const bool ok = k < kn && j0 + jj < jend;
+                fmv::cp_async<(int)sizeof(TA)>(xb + jj * XS + k, ok ? xf + (index_t)(j0 + jj) * K + k : xf, ok);
+            }
+        }
+        fmv::cp_async_commit();
+    };
+
+    R t1[TM][TN], t2[TM][TN], t3[TM][TN];
+#pragma unroll
+    for (int m = 0; m < TM; ++m)
+#pragma unroll
+        for (int n = 0; n < TN; ++n) t1[m][n] = t2[m][n] = t3[m][n] = 0;
+
+#pragma unroll
+    for (int c = 0; c < NS - 1; ++c) issue(c);
+    for (int c = 0; c < nchunks; ++c) {
+        fmv::cp_async_wait<NS - 2>();
+        __syncthreads();  // chunk c is in for every thread, and chunk c - 1's buffer is free
+        issue(c + NS - 1);
+        if (ph < P) {
+            const TA* ab = as + (c % NS) * rows * AS + rg * AS;
+            const TA* xb = xs + (c % NS) * BK * XS + kg * TN;
+#pragma unroll 2
+            for (int jj = 2 * ph; jj < BK; jj += 2 * P) {
+                TA a[2][TM], x[2][TN];
+#pragma unroll
+                for (int m = 0; m < TM; ++m) fmv::lds_pair(ab + m * RG * AS + jj, a[0][m], a[1][m]);
+#pragma unroll
+                for (int v = 0; v < 2; ++v)
+#pragma unroll
+                    for (int n = 0; n < TN; n += 2) fmv::lds_pair(xb + (jj + v) * XS + n, x[v][n], x[v][n + 1]);
+#pragma unroll
+                for (int v = 0; v < 2; ++v) {
+                    R xsum[TN];
+#pragma unroll
+                    for (int n = 0; n < TN; ++n) xsum[n] = x[v][n].x + x[v][n].y;
+#pragma unroll
+                    for (int m = 0; m < TM; ++m) {
+                        const R asum = a[v][m].x + a[v][m].y;
+#pragma unroll
+                        for (int n = 0; n < TN; ++n) {
+                            t1[m][n] += a[v][m].x * x[v][n].x;
+                            t2[m][n] += a[v][m].y * x[v][n].y;
+                            t3[m][n] += asum * xsum[n];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    fmv::cp_async_wait<0>();
+    __syncthreads();
+
+    // phases 1 .. P-1 leave their sums in shared memory, phase 0 adds them in order and writes Y
+    R* red = reinterpret_cast<R*>(fmv_smem);  // [P - 1][4 RG][TM][TN][2]
+    const int slot = tid % (4 * RG);
+    if (ph > 0 && ph < P) {
+        R* r = red + ((ph - 1) * 4 * RG + slot) * TM * TN * 2;
+#pragma unroll
+        for (int m = 0; m < TM; ++m)
+#pragma unroll
+            for (int n = 0; n < TN; ++n) {
+                r[(m * TN + n) * 2] = t1[m][n] - t2[m][n];
+                r[(m * TN + n) * 2 + 1] = t3[m][n] - t1[m][n] - t2[m][n];
+            }
+    }
+    __syncthreads();
+    if (ph == 0) {
+        TA* ys = Y + (index_t)split * nf * nd * K;
+#pragma unroll
+        for (int m = 0; m < TM; ++m) {
+            const int i = rg + m * RG;
+#pragma unroll
+            for (int n = 0; n < TN; ++n) {
+                R re = t1[m][n] - t2[m][n];
+                R im = t3[m][n] - t1[m][n] - t2[m][n];
+                for (int p = 1; p < P; ++p) {
+                    const R* r = red + ((p - 1) * 4 * RG + slot) * TM * TN * 2 + (m * TN + n) * 2;
+                    re += r[0];
+                    im += r[1];
+                }
+                const int k = kg * TN + n;
+                if (i < nd && k < kn) ys[((index_t)f * nd + i) * K + k0 + k] = fmv::cmake<TA>(re, im);
+            }
+        }
+    }
+}
+
 #ifdef FFTMATVEC_INSTANTIATE
 #define FMV_GEMM(TA, TX, KB, KL, CL, TR, U, V, MB)                                                          \
     template __global__ void sbgemm_fwd<TA, TX, KB, KL, CL, TR, U, V, MB>(const TA*, const TX*, TA*, int, int, \
@@ -214,4 +366,14 @@ FMV_GEMM(double2, float2, 16, 2, 4, 2, 2, 4, 1)
 FMV_GEMM(double2, double2, 8, 2, 4, 2, 2, 4, 2)
 FMV_GEMM(double2, double2, 4, 1, 8, 2, 2, 4, 2)
 FMV_GEMM(double2, double2, 2, 1, 8, 2, 2, 8, 2)
+#define FMV_STAGED(TA, TM, TN, BK, NS, VA)                                                                 \
+    template __global__ void sbgemm_staged<TA, TM, TN, BK, NS, VA>(const TA*, const TA*, TA*, int, int, int, int, \
+                                                                   int, int, int);
+FMV_STAGED(float2, 4, 4, 32, 3, 2)
+FMV_STAGED(float2, 4, 4, 32, 4, 2)
+FMV_STAGED(float2, 4, 4, 16, 4, 2)
+FMV_STAGED(float2, 2, 4, 32, 3, 2)
+FMV_STAGED(float2, 4, 4, 32, 3, 1)
+FMV_STAGED(double2, 2, 4, 16, 3, 1)
+FMV_STAGED(double2, 4, 4, 16, 3, 1)
 #endif

@@ -6,6 +6,8 @@ in float64 for the operator, ``numpy.einsum`` for the per-frequency
 products, NumPy's FFT for the transforms.
 """
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -58,6 +60,7 @@ def gemm_gpu():
     be = GPUBackend()
     be.blas_min_k = {key: 10**6 for key in be.blas_min_k}
     be.gemm_min_k = {key: 2 for key in be.gemm_min_k}
+    be.gemm_staged[np.dtype(np.complex128)] = (2, 4, 16, 3)
     return be
 
 
@@ -368,17 +371,21 @@ def test_sbgemv_kernel_tails(gpu, native_gpu, rng, ta, tx, adjoint, which):
     "ta,tx", [(np.complex128, np.complex128), (np.complex64, np.complex64), (np.complex64, np.complex128),
               (np.complex128, np.complex64)], ids=["zz", "cc", "cz", "zc"])
 def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
-    """sbgemm_fwd against einsum in float64: every lane layout (K up to 16 and
-    chunks of 16 beyond), odd shapes, forced column splits, and a block of
-    rows of a larger Fhat read in place."""
+    """sbgemm_fwd and sbgemm_staged against einsum in float64: every lane
+    layout (K up to 16 and chunks of 16 beyond), odd shapes (``nd`` beyond
+    one staged block too), forced column splits, and a block of rows of a
+    larger Fhat read in place."""
     be = gemm_gpu
     tol = 5e-14 if ta == np.complex128 else 2e-6
     shapes = ((3, 1, 1, 2), (2, 7, 33, 3), (3, 9, 257, 5), (2, 100, 1000, 16), (2, 130, 77, 9), (2, 17, 500, 17),
-              (2, 5, 3, 33), (1, 64, 4096, 16), (2, 3, 40, 8), (2, 70, 129, 4))
+              (2, 5, 3, 33), (1, 64, 4096, 16), (2, 3, 40, 8), (2, 70, 129, 4), (2, 300, 50, 12))
+    staged = dict(be.gemm_staged)
     try:
-        for nf, nd, nm, K in shapes:
+        for (nf, nd, nm, K), use_staged in itertools.product(shapes, (True, False)):
+            be.gemm_staged = staged if use_staged else {key: None for key in staged}
             for S, rows in ((None, None), (1, None), (3, None), (None, (2, 2 + nd))):
                 be.gemm_splits = S
+                be._launch.clear()  # launch configurations are cached per shape
                 full = nd + 5 if rows else nd
                 A = (rng.standard_normal((nf, full, nm)) + 1j * rng.standard_normal((nf, full, nm))).astype(ta)
                 x = (rng.standard_normal((nf, nm, K)) + 1j * rng.standard_normal((nf, nm, K))).astype(tx)
@@ -392,6 +399,7 @@ def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
                 assert rel_err(got, ref) < tol * np.sqrt(nm), (nf, nd, nm, K, S, rows)
     finally:
         be.gemm_splits = None
+        be.gemm_staged = staged
 
 
 @pytest.mark.parametrize("ta", [np.complex64, np.complex128], ids=["c", "z"])

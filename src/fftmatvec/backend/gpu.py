@@ -16,9 +16,10 @@ stage runs (choices measured on an H200, see benchmarks/results/h200-*.jsonl):
 * ``sbgemv`` reads ``Fhat`` in place, once, with 16-byte streaming loads
   (``native/sbgemv.cu``), the input's cast fused into the load; several
   right-hand sides in the same kernels, or for forward products from
-  :attr:`GPUBackend.gemm_min_k` in ``native/sbgemm.cu`` (X staged in shared
-  memory, 3M complex products), up to :attr:`GPUBackend.blas_min_k`,
-  cuBLAS's batched GEMM from there;
+  :attr:`GPUBackend.gemm_min_k` in ``native/sbgemm.cu`` (X, and for 9-16
+  right-hand sides ``Fhat`` too, staged in shared memory; 3M complex
+  products), up to :attr:`GPUBackend.blas_min_k`, cuBLAS's batched GEMM from
+  there;
 * small products (``Nt`` up to 32, one right-hand side) skip all of this:
   :meth:`GPUBackend.direct_plan` runs the five stages in one kernel
   (``native/direct.cu``, direct DFTs), since there three kernels cost more
@@ -233,7 +234,10 @@ class GPUBackend(Backend):
         Lane layout of ``sbgemm_fwd`` per dtype and right-hand sides per
         block (:data:`_GEMM_TILES`).
     gemm_splits : int or None
-        Column splits of ``sbgemm_fwd`` (None: chosen by size).
+        Column splits of ``sbgemm_fwd`` and ``sbgemm_staged`` (None: chosen by size).
+    gemm_staged : dict[numpy.dtype, tuple or None]
+        Tile ``(TM, TN, BK, NS)`` of ``sbgemm_staged``, which takes forward
+        products with 9-16 right-hand sides when set (None: ``sbgemm_fwd``).
     graph_max_bytes : int
         ``Fhat`` size up to which the engine records its stages (or its one
         :meth:`direct_plan` kernel) as a CUDA graph and replays it (default:
@@ -282,14 +286,17 @@ class GPUBackend(Backend):
         # benchmarks/results/h200-probe-gemm-stop15.jsonl): the native kernels win up to these K
         # (exclusive), cuBLAS's batched GEMM from there
         c64, c128 = np.dtype(np.complex64), np.dtype(np.complex128)
-        self.blas_min_k = {(c64, False): 9, (c64, True): 9, (c128, False): 3, (c128, True): 9}
+        self.blas_min_k = {(c64, False): 17, (c64, True): 9, (c128, False): 3, (c128, True): 9}
         # forward products with gemm_min_k <= K < blas_min_k take native/sbgemm.cu, the others of
-        # fewer right-hand sides the one-column kernels; complex64 K = 3-8: 1.48-1.99x the floor
-        # against 1.96-2.05x (one-column kernels) and 3.7x (cuBLAS); complex128: none (cuBLAS is faster
-        # from K = 3)
+        # fewer right-hand sides the one-column kernels; complex64 K = 3-8 (sbgemm_fwd): 1.48-1.99x the
+        # floor against 1.96-2.05x (one-column kernels) and 3.7x (cuBLAS); K = 9-16 (sbgemm_staged):
+        # 2.40x against 3.7x; complex128: none (cuBLAS is faster from K = 3)
         self.gemm_min_k = {c64: 3, c128: 3}
         self.gemm_tiles = dict(_GEMM_TILES)
         self.gemm_splits: int | None = None
+        # sbgemm_staged (Fhat staged in shared memory too) for 9-16 right-hand sides: (TM, TN, BK, NS)
+        # (benchmarks/results/h200-probe-gemm-staged-stop15.jsonl; complex128 2.98x against cuBLAS's 1.25x)
+        self.gemm_staged: dict[np.dtype, tuple | None] = {c64: (4, 4, 32, 3), c128: None}
         self.real_gemm = {np.dtype(np.complex64): False, np.dtype(np.complex128): False}
         self.fwd_splits: int | None = None  # column splits of the forward kernel (None: automatic)
         self.adj_flat = True  # balanced adjoint kernel for one right-hand side
@@ -988,27 +995,59 @@ class GPUBackend(Backend):
 
     def _sbgemm_native(self, Fhat: Array, x_hat: Array, out: Array) -> None:
         """Forward product with several right-hand sides through ``sbgemm_fwd``
-        (``Fhat`` read once per 16 right-hand sides, 3M complex products)."""
+        or ``sbgemm_staged`` (``Fhat`` read once per 16 right-hand sides, 3M
+        complex products)."""
         nf, nd, nm = Fhat.shape
         K = x_hat.shape[2]
         ta = np.dtype(Fhat.dtype)
         lda = self._row_stride(Fhat, False)
-        key = ("gemm", nf, nd, nm, K, ta, x_hat.dtype, lda)
+        aligned = Fhat.data.ptr % 16 == 0  # 16-byte copies of complex64 pairs allowed
+        key = ("gemm", nf, nd, nm, K, ta, x_hat.dtype, lda, aligned)
         cfg = self._launch.get(key)
         if cfg is None:
-            cfg = self._launch[key] = self._gemm_config(nf, nd, nm, K, ta, np.dtype(x_hat.dtype), lda)
-        fn, grid, block, smem, tail, S = cfg
+            cfg = self._launch[key] = self._gemm_config(nf, nd, nm, K, ta, np.dtype(x_hat.dtype), lda, aligned)
+        fn, grid, block, smem, tail, S, staged = cfg
+        if staged and x_hat.dtype != ta:  # the staged kernel copies X as it is
+            xc = self.scratch(x_hat.shape, ta, "gemm-in")
+            self._ccast(x_hat, xc, 1.0)
+            x_hat = xc
         dst = out if S == 1 else self.scratch((S,) + out.shape, ta, "sbgemm-splits")
         fn(grid, block, (Fhat, x_hat, dst) + tail, shared_mem=smem)
         if S > 1:
             self._sum_splits(dst, out, S)
 
-    def _gemm_config(self, nf, nd, nm, K, ta, tx, lda):
-        """Launch of ``sbgemm_fwd``: lane layout by (dtype, KB), blocks of at
-        most 8 warps (the kernel's launch bounds) and at least 4 (the staging
-        of X assumes 128 threads), column splits so that the last wave of
-        blocks is nearly full."""
+    def _gemm_splits(self, fn, blocks: int, threads: int, nm: int, BX: int) -> int:
+        """Column splits so that the last wave of ``blocks * S`` blocks is nearly full."""
+        if self.gemm_splits is not None:
+            return self.gemm_splits
+        resident = self.sm_count * self._resident_blocks(fn, threads)
+        S = min(range(1, 5), key=lambda s: (-(-blocks * s // resident) * resident / (blocks * s), s))
+        return max(1, min(S, nm // (4 * BX)))
+
+    def _gemm_config(self, nf, nd, nm, K, ta, tx, lda, aligned):
+        """Launch of ``sbgemm_staged`` (16 right-hand sides a block, rows that
+        fit one block, :attr:`gemm_staged` set) or ``sbgemm_fwd``: lane layout
+        by (dtype, KB), blocks of at most 8 warps (the kernel's launch bounds)
+        and at least 4 (the staging of X assumes 128 threads)."""
         KB = min(16, _pow2_at_least(max(2, K)))
+        staged = self.gemm_staged.get(ta)
+        if KB == 16 and staged is not None:
+            TM, TN, BK, NS = staged
+            RG = -(-nd // TM)
+            real = _C2R[ta].itemsize
+            AS, XS = BK + 16 // ta.itemsize, 4 * TN + 16 // ta.itemsize
+            P = 256 // (4 * RG) if 4 * RG <= 256 else 0
+            smem = max(NS * (RG * TM * AS + BK * XS) * ta.itemsize, max(P - 1, 0) * 4 * RG * TM * TN * 2 * real)
+            if P >= 1 and smem <= self.smem_limit:
+                VA = 2 if ta == np.complex64 and aligned and nm % 2 == 0 else 1
+                fn = kernels.kernel("sbgemm.cu", "sbgemm_staged", ta, TM, TN, BK, NS, VA)
+                _allow_shared_memory(fn, smem)
+                S = self._gemm_splits(fn, nf, 256, nm, BK)
+                cw = -(-nm // S)
+                cw += cw % VA
+                tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw),
+                        np.int32(lda))
+                return fn, (nf * S, -(-K // (4 * TN))), (256,), smem, tail, S, True
         KL, CL, TR, U, V, MINB = self.gemm_tiles[(ta, KB)]
         rows_per_warp = 32 // (KL * CL) * TR
         row_warps = -(-nd // rows_per_warp)
@@ -1018,17 +1057,12 @@ class GPUBackend(Backend):
         real = _C2R[ta].itemsize
         BX = CL * U * V
         smem = 2 * BX * ((KB + 16 // ta.itemsize) * ta.itemsize + (KB + 16 // real) * real)
-        blocks = nf * nrb
-        S = self.gemm_splits
-        if S is None:
-            resident = self.sm_count * self._resident_blocks(fn, 32 * warps)
-            S = min(range(1, 5), key=lambda s: (-(-blocks * s // resident) * resident / (blocks * s), s))
-            S = max(1, min(S, nm // (4 * BX)))
+        S = self._gemm_splits(fn, nf * nrb, 32 * warps, nm, BX)
         cw = -(-nm // S)
-        grid = (blocks * S, -(-K // KB))
+        grid = (nf * nrb * S, -(-K // KB))
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(nrb), np.int32(S), np.int32(cw),
                 np.int32(lda))
-        return fn, grid, (32 * warps,), smem, tail, S
+        return fn, grid, (32 * warps,), smem, tail, S, False
 
     def _sbgemm_blas(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool) -> None:
         """Batched GEMM through cuBLAS, ``Fhat`` read in place (no conjugate
