@@ -385,7 +385,6 @@ def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
             be.gemm_staged = staged if use_staged else {key: None for key in staged}
             for S, rows in ((None, None), (1, None), (3, None), (None, (2, 2 + nd))):
                 be.gemm_splits = S
-                be._launch.clear()  # launch configurations are cached per shape
                 full = nd + 5 if rows else nd
                 A = (rng.standard_normal((nf, full, nm)) + 1j * rng.standard_normal((nf, full, nm))).astype(ta)
                 x = (rng.standard_normal((nf, nm, K)) + 1j * rng.standard_normal((nf, nm, K))).astype(tx)
@@ -397,6 +396,8 @@ def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
                 got = out.get()
                 assert np.all(np.isfinite(got)), (nf, nd, nm, K, S, rows)
                 assert rel_err(got, ref) < tol * np.sqrt(nm), (nf, nd, nm, K, S, rows)
+                if S == 3:  # the forced splits were taken, not a launch cached before
+                    assert ((3,) + out.shape, np.dtype(ta), "sbgemm-splits") in be._scratch
     finally:
         be.gemm_splits = None
         be.gemm_staged = staged

@@ -883,7 +883,8 @@ class GPUBackend(Backend):
         ta = np.dtype(Fhat.dtype)
         lda = self._row_stride(Fhat, adjoint)
         aligned = (Fhat.data.ptr | x_hat.data.ptr | out.data.ptr) % 16 == 0  # 16-byte vector loads allowed
-        key = ("adj" if adjoint else "fwd", nf, nd, nm, K, ta, x_hat.dtype, aligned, col0, col1, part is None, lda)
+        key = ("adj" if adjoint else "fwd", nf, nd, nm, K, ta, x_hat.dtype, aligned, col0, col1, part is None, lda,
+               self.fwd_splits, self.adj_flat)
         cfg = self._launch.get(key)
         if cfg is None:
             extra = {} if adjoint else {"lda": lda}
@@ -1002,7 +1003,9 @@ class GPUBackend(Backend):
         ta = np.dtype(Fhat.dtype)
         lda = self._row_stride(Fhat, False)
         aligned = Fhat.data.ptr % 16 == 0  # 16-byte copies of complex64 pairs allowed
-        key = ("gemm", nf, nd, nm, K, ta, x_hat.dtype, lda, aligned)
+        KB = min(16, _pow2_at_least(max(2, K)))
+        key = ("gemm", nf, nd, nm, K, ta, x_hat.dtype, lda, aligned, self.gemm_splits, self.gemm_staged.get(ta),
+               self.gemm_tiles.get((ta, KB)))
         cfg = self._launch.get(key)
         if cfg is None:
             cfg = self._launch[key] = self._gemm_config(nf, nd, nm, K, ta, np.dtype(x_hat.dtype), lda, aligned)
