@@ -370,10 +370,6 @@ FMV_GEMM(double2, double2, 2, 1, 8, 2, 2, 8, 2)
     template __global__ void sbgemm_staged<TA, TM, TN, BK, NS, VA>(const TA*, const TA*, TA*, int, int, int, int, \
                                                                    int, int, int);
 FMV_STAGED(float2, 4, 4, 32, 3, 2)
-FMV_STAGED(float2, 4, 4, 32, 4, 2)
-FMV_STAGED(float2, 4, 4, 16, 4, 2)
-FMV_STAGED(float2, 2, 4, 32, 3, 2)
 FMV_STAGED(float2, 4, 4, 32, 3, 1)
 FMV_STAGED(double2, 2, 4, 16, 3, 1)
-FMV_STAGED(double2, 4, 4, 16, 3, 1)
 #endif

@@ -1008,7 +1008,7 @@ class GPUBackend(Backend):
                self.gemm_tiles.get((ta, KB)))
         cfg = self._launch.get(key)
         if cfg is None:
-            cfg = self._launch[key] = self._gemm_config(nf, nd, nm, K, ta, np.dtype(x_hat.dtype), lda, aligned)
+            cfg = self._launch[key] = self._gemm_config(nf, nd, nm, K, KB, ta, np.dtype(x_hat.dtype), lda, aligned)
         fn, grid, block, smem, tail, S, staged = cfg
         if staged and x_hat.dtype != ta:  # the staged kernel copies X as it is
             xc = self.scratch(x_hat.shape, ta, "gemm-in")
@@ -1027,12 +1027,11 @@ class GPUBackend(Backend):
         S = min(range(1, 5), key=lambda s: (-(-blocks * s // resident) * resident / (blocks * s), s))
         return max(1, min(S, nm // (4 * BX)))
 
-    def _gemm_config(self, nf, nd, nm, K, ta, tx, lda, aligned):
+    def _gemm_config(self, nf, nd, nm, K, KB, ta, tx, lda, aligned):
         """Launch of ``sbgemm_staged`` (16 right-hand sides a block, rows that
         fit one block, :attr:`gemm_staged` set) or ``sbgemm_fwd``: lane layout
         by (dtype, KB), blocks of at most 8 warps (the kernel's launch bounds)
         and at least 4 (the staging of X assumes 128 threads)."""
-        KB = min(16, _pow2_at_least(max(2, K)))
         staged = self.gemm_staged.get(ta)
         if KB == 16 and staged is not None:
             TM, TN, BK, NS = staged
