@@ -305,9 +305,11 @@ def main(argv=None) -> int:
         eng = get_big()
         saved = (dict(be.gemm_tiles), dict(be.gemm_staged), be.gemm_splits, dict(be.gemm_min_k),
                  dict(be.blas_min_k))
-        variants = {C64: [("staged", (4, 4, 32, 3)), ("staged", (4, 4, 32, 4)), ("staged", (4, 4, 16, 4)),
-                          ("staged", (2, 4, 32, 3)), ("fwd", (2, 4, 2, 2, 2, 2))],
-                    C128: [("staged", (2, 4, 16, 3)), ("staged", (2, 4, 32, 3)), ("fwd", (2, 4, 2, 2, 4, 1))]}
+        variants = {C64: [("staged", (5, 4, 32, 3, 2)), ("staged", (4, 4, 32, 3, 2)), ("staged", (8, 4, 32, 3, 1)),
+                          ("staged", (8, 4, 32, 5, 1)), ("staged", (10, 4, 32, 4, 1)), ("staged", (7, 4, 32, 4, 1)),
+                          ("fwd", (2, 4, 2, 2, 2, 2))],
+                    C128: [("staged", (2, 4, 16, 3, 2)), ("staged", (4, 4, 16, 3, 1)), ("staged", (5, 4, 16, 4, 1)),
+                           ("fwd", (2, 4, 2, 2, 4, 1))]}
         K = 16
         for ta in (C64, C128):
             A = eng.Fhat[ta]
@@ -624,7 +626,56 @@ def main(argv=None) -> int:
             emit(what="host_part", piece=name, host_us=round(host * 1e6, 2), device_stayed_busy=busy,
                  queued_per_call_us=round(queued * 1e6, 2), waited_median_us=round(float(np.median(lat)) * 1e6, 2))
 
-    for name, fn in (("small", part_small), ("mid", part_mid), ("midvar", part_mid_variants),
+    def part_latency():
+        """Waited-for products at the fixture and middle sizes, each waited for four ways (the
+        device, the current stream, an event, spinning on an event's query), with a new result
+        array per call and into one ``out=`` array: what the host adds to a small product."""
+        from fftmatvec.bench import random_slab
+        from fftmatvec.operator import BTTOperator
+
+        stream = cp.cuda.get_current_stream()
+
+        def event_sync():
+            ev = cp.cuda.Event(disable_timing=True)
+            ev.record()
+            ev.synchronize()
+
+        def event_spin():
+            ev = cp.cuda.Event(disable_timing=True)
+            ev.record()
+            while not ev.done:
+                pass
+
+        waits = (("device_sync", be.synchronize), ("stream_sync", stream.synchronize),
+                 ("event_sync", event_sync), ("event_spin", event_spin))
+        for (nd, nm, nt), codes, n in (((15, 289, 10), ("ddddd", "dssdd"), 2000),
+                                       ((50, 1000, 500), ("ddddd", "dssdd"), 400)):
+            f = random_slab(0, nd, nm, nt, (0, nd), (0, nm))
+            for code in codes:
+                op = BTTOperator(f, device=be, precision=code, adjoint_precision=code.replace("dssdd", "ddssd"))
+                for adjoint in (False, True):
+                    apply = op.rmatvec if adjoint else op.matvec
+                    x = cp.random.standard_normal((nd if adjoint else nm, nt))
+                    y = cp.empty((nm if adjoint else nd, nt))
+                    for into in (False, True):
+                        fn = (lambda: apply(x, out=y)) if into else (lambda: apply(x))
+                        rec = dict(what="latency", size=f"{nm}x{nd}x{nt}", code=op.adjoint_precision.code if adjoint
+                                   else code, adjoint=adjoint, into_out=into)
+                        for how, wait in waits:
+                            for _ in range(20):
+                                fn()
+                            wait()
+                            ts = []
+                            for _ in range(n):
+                                t0 = time.perf_counter()
+                                fn()
+                                wait()
+                                ts.append(time.perf_counter() - t0)
+                            rec[f"{how}_us"] = round(float(np.median(ts)) * 1e6, 2)
+                        rec["host_us"] = round(host_time(fn)[0] * 1e6, 2)
+                        emit(**rec)
+
+    for name, fn in (("latency", part_latency), ("small", part_small), ("mid", part_mid), ("midvar", part_mid_variants),
                      ("fft", part_fft), ("fftvar", part_fft_variants), ("fftradix", part_fft_radices), ("variants", part_variants), ("engine", part_engine),
                      ("kgemm", part_kgemm), ("gemmvar", part_gemm_variants), ("k16", part_k16), ("kernels", part_kernels), ("host", part_host),
                      ("chunks", part_chunks), ("hostparts", part_host_parts), ("wait", part_wait)):

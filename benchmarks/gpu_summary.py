@@ -52,7 +52,7 @@ def main(path):
         elif "time_s" in r and "floor_ratio" in r:  # fftmatvec bench --json
             print(f"bench Nm={r['Nm']} Nd={r['Nd']} Nt={r['Nt']} K={r['nrhs']} {r['precision']} "
                   f"{'FT' if r['adjoint'] else 'F '} {fmt_us(r['time_s'])} us x{r['floor_ratio']:.3f} "
-                  f"b2b {fmt_us(r.get('back_to_back_s'))} per-vec {fmt_us(r['time_per_vector_s'])} naive {fmt_us(r.get('naive_time_s'))} "
+                  f"b2b {fmt_us(r.get('back_to_back_s'))} out= {fmt_us(r.get('into_out_s'))} per-vec {fmt_us(r['time_per_vector_s'])} naive {fmt_us(r.get('naive_time_s'))} "
                   f"err {r.get('rel_error', '-')}")
         else:
             print(json.dumps(r)[:200])
@@ -61,15 +61,16 @@ def main(path):
 def markdown(path):
     """The table of docs/benchmarks.md from the bench lines of a results file."""
     rows = [json.loads(s) for s in open(path) if s.strip().startswith("{")]
-    print("| size `Nm x Nd x Nt` | K | code | product | time (us) | back to back (us) | per vector (us) "
-          "| x floor | naive (us) | speed-up | rel. error |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| size `Nm x Nd x Nt` | K | code | product | time (us) | into `out=` (us) | back to back (us) "
+          "| per vector (us) | x floor | naive (us) | speed-up | rel. error |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "floor_ratio" not in r:
             continue
         err = f"{r['rel_error']:.1e}" if "rel_error" in r else "-"
         print(f"| {r['Nm']} x {r['Nd']} x {r['Nt']} | {r['nrhs']} | `{r['precision']}` | "
-              f"{'`F^T d`' if r['adjoint'] else '`F m`'} | {r['time_s'] * 1e6:.1f} | {r['back_to_back_s'] * 1e6:.1f} | "
+              f"{'`F^T d`' if r['adjoint'] else '`F m`'} | {r['time_s'] * 1e6:.1f} | {fmt_us(r.get('into_out_s')).strip()} | "
+              f"{r['back_to_back_s'] * 1e6:.1f} | "
               f"{r['time_per_vector_s'] * 1e6:.1f} | {r['floor_ratio']:.3f} | {r['naive_time_s'] * 1e6:.1f} | "
               f"{r['speedup_vs_naive']:.2f}x | {err} |")
 

@@ -128,8 +128,12 @@ template <int BYTES> FMV_DEV void cp_async(void* dst, const void* src, bool vali
 #else
     unsigned long long sdst;
     asm("cvta.to.shared.u64 %0, %1;" : "=l"(sdst) : "l"(dst));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"((unsigned)sdst), "l"(src), "n"(BYTES),
-                 "r"(valid ? BYTES : 0));
+    if (BYTES == 16)  // streamed once: past L1 (.cg takes 16-byte copies only)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"((unsigned)sdst), "l"(src),
+                     "r"(valid ? 16 : 0));
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"((unsigned)sdst), "l"(src), "n"(BYTES),
+                     "r"(valid ? BYTES : 0));
 #endif
 }
 FMV_DEV void cp_async_commit() {

@@ -32,7 +32,7 @@
 // Measured on an H200 (docs/benchmarks.md): 1.5-2.0x the memory floor for
 // K = 3-8 in complex64; with K = 16 it is bound by L1 traffic (32-byte row
 // pieces of A per load, shared-memory reads of X), 3.7x, where sbgemm_staged
-// takes 2.4x.
+// takes 2.05x.
 // ---------------------------------------------------------------------------
 #include "fftmatvec_common.cuh"
 
@@ -215,20 +215,28 @@ sbgemm_fwd(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ 
 // shared-memory access, each in distinct banks: one wavefront each.
 // 3M products as in sbgemm_fwd; Ar + Ai and Xr + Xi are formed per use.
 // A is copied VA elements at a time (VA = 2: 16-byte copies of complex64
-// pairs; nm, the split width and A's address even).
+// pairs; nm, the split width and A's address even), X VX at a time (VX = 2:
+// K even, X's address 16-byte aligned).  Each thread's copies keep the same
+// rows and columns of every chunk, so their addresses are worked out once and
+// a chunk adds a constant; only the last chunk of a split checks its columns.
+// MINB: blocks per multiprocessor the registers are capped for.
 // Launch: blockDim.x = 256 >= 4 RG, gridDim.x = nf * S, gridDim.y = ceil(K / KB),
 // dynamic shared memory max(NS (RG TM AS + BK XS) sizeof(TA), (P - 1) 4 RG TM TN 2 sizeof(real)),
 // AS = BK + 16 / sizeof(TA), XS = KB + 16 / sizeof(TA).  X has A's type.
 // ---------------------------------------------------------------------------
-template <typename TA, int TM, int TN, int BK, int NS, int VA>
-__global__ void __launch_bounds__(256, 2)
+template <typename TA, int TM, int TN, int BK, int NS, int VA, int VX, int MINB>
+__global__ void __launch_bounds__(256, MINB)
 sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm, int K,
               int S, int cw, int lda) {
     typedef typename fmv::real_of<TA>::type R;
     constexpr int KB = 4 * TN;
     constexpr int AS = BK + 16 / (int)sizeof(TA);
     constexpr int XS = KB + 16 / (int)sizeof(TA);
-    static_assert(BK % 2 == 0 && TN % 2 == 0 && NS >= 2, "tile");
+    constexpr int CPR = BK / VA;            // copies per row of a chunk of A
+    constexpr int RP = 256 / CPR;           // rows of A copied per pass of the block
+    constexpr int XPR = KB / VX;            // copies per row of a chunk of X
+    constexpr int XC = BK * XPR / 256;      // copies of X per thread and chunk
+    static_assert(BK % 2 == 0 && TN % 2 == 0 && NS >= 2 && 256 % CPR == 0 && (BK * XPR) % 256 == 0, "tile");
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     const int RG = (nd + TM - 1) / TM;
     const int rows = RG * TM;
@@ -245,26 +253,33 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
     const TA* af = A + (index_t)f * lda * nm;
     const TA* xf = X + (index_t)f * nm * K + k0;
 
-    // copies of A: thread t takes VA columns (ccol) of rows crow, crow + RP, ...
-    constexpr int CPR = BK / VA;
-    constexpr int RP = 256 / CPR;
+    // copies of A: thread t takes VA columns (ccol) of rows crow, crow + RP, ... below nd (rows nd .. rows - 1
+    // of the tile are never read into a kept sum); copies of X: VX right-hand sides (xk) of rows xj + 256 q / XPR
     const int ccol = tid % CPR, crow = tid / CPR;
+    const int arows = crow < nd ? (nd - crow + RP - 1) / RP : 0;
     const TA* asrc = af + (index_t)crow * nm + jbeg + ccol * VA;
+    const int adst = crow * AS + ccol * VA;
+    const int xj = tid / XPR, xk = tid % XPR * VX;
+    const bool xok = xk < kn;
+    const TA* xsrc = xf + (index_t)(jbeg + xj) * K + xk;
+    const int xdst = xj * XS + xk;
     auto issue = [&](int c) {
         if (c < nchunks) {
-            const bool colok = jbeg + c * BK + ccol * VA < jend;
-            const TA* src = asrc + c * BK;
-            TA* dst = as + (c % NS) * rows * AS + crow * AS + ccol * VA;
-            for (int r = crow; r < rows; r += RP, src += (index_t)RP * nm, dst += RP * AS) {
-                const bool ok = colok && r < nd;
-                fmv::cp_async<VA * (int)sizeof(TA)>(dst, ok ? src : af, ok);
-            }
-            TA* xb = xs + (c % NS) * BK * XS;
             const int j0 = jbeg + c * BK;
-            for (int e = tid; e < BK * KB; e += 256) {
-                const int jj = e / KB, k = e % KB;
-                const bool ok = k < kn && j0 + jj < jend;
-                fmv::cp_async<(int)sizeof(TA)>(xb + jj * XS + k, ok ? xf + (index_t)(j0 + jj) * K + k : xf, ok);
+            const bool last = j0 + BK > jend;  // columns past jend are zero-filled
+            TA* ab = as + (c % NS) * rows * AS + adst;
+            const TA* src = asrc + c * BK;
+            const bool colok = !last || j0 + ccol * VA < jend;
+            for (int q = 0; q < arows; ++q)
+                fmv::cp_async<VA * (int)sizeof(TA)>(ab + q * RP * AS, colok ? src + (index_t)q * RP * nm : af, colok);
+            TA* xb = xs + (c % NS) * BK * XS + xdst;
+            const TA* xsc = xsrc + (index_t)c * BK * K;
+#pragma unroll
+            for (int q = 0; q < XC; ++q) {
+                const int jj = xj + q * (256 / XPR);
+                const bool ok = xok && (!last || j0 + jj < jend);
+                fmv::cp_async<VX * (int)sizeof(TA)>(xb + q * (256 / XPR) * XS,
+                                                    ok ? xsc + (index_t)q * (256 / XPR) * K : xf, ok);
             }
         }
         fmv::cp_async_commit();
@@ -366,10 +381,10 @@ FMV_GEMM(double2, float2, 16, 2, 4, 2, 2, 4, 1)
 FMV_GEMM(double2, double2, 8, 2, 4, 2, 2, 4, 2)
 FMV_GEMM(double2, double2, 4, 1, 8, 2, 2, 4, 2)
 FMV_GEMM(double2, double2, 2, 1, 8, 2, 2, 8, 2)
-#define FMV_STAGED(TA, TM, TN, BK, NS, VA)                                                                 \
-    template __global__ void sbgemm_staged<TA, TM, TN, BK, NS, VA>(const TA*, const TA*, TA*, int, int, int, int, \
-                                                                   int, int, int);
-FMV_STAGED(float2, 4, 4, 32, 3, 2)
-FMV_STAGED(float2, 4, 4, 32, 3, 1)
-FMV_STAGED(double2, 2, 4, 16, 3, 1)
+#define FMV_STAGED(TA, TM, TN, BK, NS, VA, VX, MINB)                                                     \
+    template __global__ void sbgemm_staged<TA, TM, TN, BK, NS, VA, VX, MINB>(const TA*, const TA*, TA*, int, int, \
+                                                                             int, int, int, int, int);
+FMV_STAGED(float2, 5, 4, 32, 3, 2, 2, 2)
+FMV_STAGED(float2, 5, 4, 32, 3, 1, 1, 2)
+FMV_STAGED(double2, 2, 4, 16, 3, 1, 1, 2)
 #endif

@@ -203,7 +203,8 @@ class BTTOperator:
     # all ranks before the first broadcast, so a bad block on one rank raises
     # the same error everywhere.
 
-    def matvec(self, m: Array, timer: Callable[[str], ContextManager[None]] = _no_timer) -> Array:
+    def matvec(self, m: Array, timer: Callable[[str], ContextManager[None]] = _no_timer, *,
+               out: Array | None = None) -> Array:
         """``y = F m``.
 
         m : (Nm, Nt) or (Nm, Nt, K) float, SOTI, or a parameter-space
@@ -212,11 +213,18 @@ class BTTOperator:
         float64 in the same array library as ``m`` (under a grid: block
         ``I_r`` on grid column 0, ``(0, Nt[, K])`` elsewhere), or a
         data-space DistVector.
+
+        out : array, optional
+            Where to write the result instead of a new array (no grid, array
+            input, no ``timer``): C-contiguous float64 of the result's
+            shape and array library, not overlapping ``m``.  A loop that
+            reuses its input and ``out`` replays one recorded product with
+            no allocation (the lowest latency on a GPU).
         """
         if self._one_process and timer is _no_timer and not isinstance(m, DistVector):
-            return self._local_product(m, adjoint=False)
+            return self._local_product(m, adjoint=False, out=out)
         prec = self.precision
-        x, finish = self._prepare(m, "param", prec, "F m")
+        x, finish = self._prepare(m, "param", prec, "F m", out)
         with self._comm_timer(timer)("bcast"):
             x = self.grid.col_bcast(x)
         if self.reduce_chunks > 1 and self.engine.nd > 1:
@@ -237,18 +245,19 @@ class BTTOperator:
             y = self.grid.row_reduce(y)
         return finish(y, "data")
 
-    def rmatvec(self, d: Array, timer: Callable[[str], ContextManager[None]] = _no_timer) -> Array:
+    def rmatvec(self, d: Array, timer: Callable[[str], ContextManager[None]] = _no_timer, *,
+                out: Array | None = None) -> Array:
         """``m = F^T d``.
 
         d : (Nd, Nt) or (Nd, Nt, K) float, SOTI, or a data-space DistVector
         (under a grid: block ``I_r`` on grid column 0).  Returns (Nm, Nt[, K])
         float64 (under a grid: block ``J_c`` on grid row 0, empty elsewhere),
-        or a parameter-space DistVector.
+        or a parameter-space DistVector.  ``out`` as for :meth:`matvec`.
         """
         if self._one_process and timer is _no_timer and not isinstance(d, DistVector):
-            return self._local_product(d, adjoint=True)
+            return self._local_product(d, adjoint=True, out=out)
         prec = self.adjoint_precision
-        x, finish = self._prepare(d, "data", prec, "F^T d")
+        x, finish = self._prepare(d, "data", prec, "F^T d", out)
         with self._comm_timer(timer)("bcast"):
             x = self.grid.row_bcast(x)
         m = self.engine.apply(x, prec, adjoint=True, timer=timer)
@@ -283,7 +292,7 @@ class BTTOperator:
         when there is more than one rank to talk to."""
         return timer if self.grid.size > 1 else _no_timer
 
-    def _prepare(self, v: Array, space: str, prec: _precision.Precision, what: str):
+    def _prepare(self, v: Array, space: str, prec: _precision.Precision, what: str, out: Array | None = None):
         """Check an input block, move it to the backend in the pad precision.
 
         Every rank of the grid takes part.  Holders of ``space`` check their
@@ -308,6 +317,9 @@ class BTTOperator:
             v = v.local
         native = v is None or be.is_native(v)
         with collective(_comm(grid), f"checking the input of {what}") as vote:
+            if out is not None:
+                raise ConfigError(f"{what}: out= is for array products without a grid or a timer; "
+                                  "here the result is returned")
             if holder:
                 # on a grid the check of device data must run before the first collective
                 v = self._checked(v, n_local, what, check_device=grid.size > 1)
@@ -360,22 +372,49 @@ class BTTOperator:
             return self.backend.copy_as(y, np.float64, shape)
         return self.backend.to_host(y).astype(np.float64).reshape(shape)
 
-    def _local_product(self, v: Array, adjoint: bool) -> Array:
+    def _local_product(self, v: Array, adjoint: bool, out: Array | None = None) -> Array:
         """``F v`` or ``F^T v`` in one process, with the checks of the grid path
         and none of its votes, broadcasts or reductions (the latency of small
-        products is mostly this host-side work)."""
+        products is mostly this host-side work), into ``out`` if given."""
         prec = self.adjoint_precision if adjoint else self.precision
-        v = self._checked(v, self.Nd if adjoint else self.Nm, "F^T d" if adjoint else "F m", check_device=False)
+        what = "F^T d" if adjoint else "F m"
+        v = self._checked(v, self.Nd if adjoint else self.Nm, what, check_device=False)
         be = self.backend
         native = be.is_native(v)
+        shape = (self.Nm if adjoint else self.Nd, self.Nt) + v.shape[2:]
+        if out is not None:
+            self._check_out(out, v, shape, native, what)
         x = v
         if not native or x.dtype != prec.pad or not x.flags.c_contiguous:
             x = be.xp.ascontiguousarray(be.asarray(x, dtype=prec.pad))
         if native and prec.reduce == np.float64:  # the engine writes the caller's array
-            out = be.empty((self.Nm if adjoint else self.Nd, self.Nt) + x.shape[2:], np.float64)
+            out = be.empty(shape, np.float64) if out is None else out
             self.engine.apply(x, prec, adjoint=adjoint, out=out)
             return out
-        return self._result(self.engine.apply(x, prec, adjoint=adjoint), v.ndim == 3, native)
+        y = self.engine.apply(x, prec, adjoint=adjoint)
+        if out is None:
+            return self._result(y, v.ndim == 3, native)
+        if native:
+            be.copy_into(y, out)  # rounded to float64 in the copy
+        else:
+            np.copyto(out, self.backend.to_host(y).reshape(shape))
+        return out
+
+    def _check_out(self, out: Array, v: Array, shape: tuple[int, ...], native: bool, what: str) -> None:
+        """``out`` must be what the product would return (array library,
+        float64, ``shape``), C-contiguous, writable and apart from the input
+        ``v`` (the one-kernel product writes its first rows while other blocks
+        still read the input)."""
+        xp = self.backend.xp if native else np
+        if not isinstance(out, xp.ndarray):
+            raise ConfigError(f"{what}: out must be a {xp.__name__} array (as the result of this input), "
+                              f"got {type(out).__name__}")
+        if out.shape != shape or out.dtype != np.float64:
+            raise ConfigError(f"{what}: out must be float64 of shape {shape}, got {out.dtype} {out.shape}")
+        if not out.flags.c_contiguous or (xp is np and not out.flags.writeable):
+            raise ConfigError(f"{what}: out must be C-contiguous and writable")
+        if xp.may_share_memory(out, v):
+            raise ConfigError(f"{what}: out overlaps the input")
 
     # -- views ---------------------------------------------------------------
     def aslinearoperator(self):

@@ -143,6 +143,9 @@ def test_wrong_shape_or_batch_on_one_rank(comm, mpi_rng):
         if grid.pr > 1:  # holders disagree on K: one vote, one error everywhere
             batch = np.ones((nd, Nt, 2 if grid.r == last else 3)) if grid.holds_data() else None
             assert_same_error(comm, lambda: op.rmatvec(batch), ConfigError, "ranks disagree on the batch size K")
+        out = np.empty((grid.col_block(Nm)[1], Nt)) if grid.rank == comm.size - 1 else None
+        assert_same_error(comm, lambda: op.rmatvec(good, out=out), ConfigError,
+                          f"failed on rank {comm.size - 1}", "F^T d: out= is for array products without a grid")
         with pytest.raises(ConfigError, match="parameter|param"):  # agreed metadata: no vote needed
             op.matvec(DistVector.from_global(np.ones((Nd, Nt)), grid, "data"))
         _still_works(comm, grid, f)

@@ -190,3 +190,34 @@ def test_bad_inputs(rng):
         BTTOperator(f_bad)
     with pytest.raises(ValueError, match="shape"):
         BTTOperator(rng.standard_normal((3, 4)))
+
+
+@pytest.mark.parametrize("code", ["ddddd", "dssds", "sssss"])
+@pytest.mark.parametrize("K", [None, 3])
+def test_out_receives_the_product(code, K, rng):
+    f = rng.standard_normal((3, 5, 7))
+    op = BTTOperator(f, precision=code)
+    ref_F, ref_FT = op.matvec, op.rmatvec
+    m = rng.standard_normal((5, 7) + ((K,) if K else ()))
+    d = rng.standard_normal((3, 7) + ((K,) if K else ()))
+    for product, v, n in ((ref_F, m, 3), (ref_FT, d, 5)):
+        out = np.full((n, 7) + v.shape[2:], np.nan)
+        assert product(v, out=out) is out
+        np.testing.assert_array_equal(out, product(v))
+        assert not np.isnan(out).any()
+
+
+def test_out_is_checked(rng):
+    f = rng.standard_normal((3, 5, 7))
+    op = BTTOperator(f)
+    m = rng.standard_normal((5, 7))
+    for bad, needle in ((np.empty((3, 6)), "shape"), (np.empty((3, 7), np.float32), "float64"),
+                        (np.empty((7, 3)).T, "C-contiguous"), ([[0.0] * 7] * 3, "numpy array")):
+        with pytest.raises(ConfigError, match=needle):
+            op.matvec(m, out=bad)
+    square = BTTOperator(rng.standard_normal((4, 4, 7)))
+    v = rng.standard_normal((4, 7))
+    with pytest.raises(ConfigError, match="overlaps the input"):
+        square.matvec(v, out=v)
+    with pytest.raises(ConfigError, match="without a grid or a timer"):
+        op.matvec(m, timer=op.backend.timer(), out=np.empty((3, 7)))

@@ -93,7 +93,8 @@ class Backend(abc.ABC):
         buffers, where the backend stores its recordings): per pair of
         buffers ``(x, y)`` that comes back, or by copying a new input into
         ``x_fixed``, replaying the recording made on ``(x_fixed, y_fixed)``
-        and copying ``y_fixed`` to ``y`` (same shapes and dtypes).  ``fn``
+        and copying ``y_fixed`` to ``y`` (same dtypes and sizes; ``(n, Nt)``
+        and ``(n, Nt, 1)`` are the same buffer to a copy).  ``fn``
         must not allocate or synchronise.  The CPU just calls ``fn(x, y)``.
         """
         fn(x, y)

@@ -236,7 +236,7 @@ class GPUBackend(Backend):
     gemm_splits : int or None
         Column splits of ``sbgemm_fwd`` and ``sbgemm_staged`` (None: chosen by size).
     gemm_staged : dict[numpy.dtype, tuple or None]
-        Tile ``(TM, TN, BK, NS)`` of ``sbgemm_staged``, which takes forward
+        Tile ``(TM, TN, BK, NS, MINB)`` of ``sbgemm_staged``, which takes forward
         products with 9-16 right-hand sides when set (None: ``sbgemm_fwd``).
     graph_max_bytes : int
         ``Fhat`` size up to which the engine records its stages (or its one
@@ -290,13 +290,14 @@ class GPUBackend(Backend):
         # forward products with gemm_min_k <= K < blas_min_k take native/sbgemm.cu, the others of
         # fewer right-hand sides the one-column kernels; complex64 K = 3-8 (sbgemm_fwd): 1.48-1.99x the
         # floor against 1.96-2.05x (one-column kernels) and 3.7x (cuBLAS); K = 9-16 (sbgemm_staged):
-        # 2.40x against 3.7x; complex128: none (cuBLAS is faster from K = 3)
+        # 2.05x against 3.7x; complex128: none (cuBLAS is faster from K = 3)
         self.gemm_min_k = {c64: 3, c128: 3}
         self.gemm_tiles = dict(_GEMM_TILES)
         self.gemm_splits: int | None = None
-        # sbgemm_staged (Fhat staged in shared memory too) for 9-16 right-hand sides: (TM, TN, BK, NS)
-        # (benchmarks/results/h200-probe-gemm-staged-stop15.jsonl; complex128 2.98x against cuBLAS's 1.25x)
-        self.gemm_staged: dict[np.dtype, tuple | None] = {c64: (4, 4, 32, 3), c128: None}
+        # sbgemm_staged (Fhat staged in shared memory too) for 9-16 right-hand sides: (TM, TN, BK, NS, MINB)
+        # (benchmarks/results/h200-probe-gemmvar-stop16.jsonl: 5 rows a thread at Nd = 100; complex128
+        # 2.39x at best against cuBLAS's 1.25x)
+        self.gemm_staged: dict[np.dtype, tuple | None] = {c64: (5, 4, 32, 3, 2), c128: None}
         self.real_gemm = {np.dtype(np.complex64): False, np.dtype(np.complex128): False}
         self.fwd_splits: int | None = None  # column splits of the forward kernel (None: automatic)
         self.adj_flat = True  # balanced adjoint kernel for one right-hand side
@@ -1004,11 +1005,13 @@ class GPUBackend(Backend):
         lda = self._row_stride(Fhat, False)
         aligned = Fhat.data.ptr % 16 == 0  # 16-byte copies of complex64 pairs allowed
         KB = min(16, _pow2_at_least(max(2, K)))
-        key = ("gemm", nf, nd, nm, K, ta, x_hat.dtype, lda, aligned, self.gemm_splits, self.gemm_staged.get(ta),
-               self.gemm_tiles.get((ta, KB)))
+        x_pairs = K % 2 == 0 and (x_hat.dtype != ta or x_hat.data.ptr % 16 == 0)  # (a cast X is a fresh buffer)
+        key = ("gemm", nf, nd, nm, K, ta, x_hat.dtype, lda, aligned, x_pairs, self.gemm_splits,
+               self.gemm_staged.get(ta), self.gemm_tiles.get((ta, KB)))
         cfg = self._launch.get(key)
         if cfg is None:
-            cfg = self._launch[key] = self._gemm_config(nf, nd, nm, K, KB, ta, np.dtype(x_hat.dtype), lda, aligned)
+            cfg = self._launch[key] = self._gemm_config(nf, nd, nm, K, KB, ta, np.dtype(x_hat.dtype), lda, aligned,
+                                                        x_pairs)
         fn, grid, block, smem, tail, S, staged = cfg
         if staged and x_hat.dtype != ta:  # the staged kernel copies X as it is
             xc = self.scratch(x_hat.shape, ta, "gemm-in")
@@ -1027,14 +1030,16 @@ class GPUBackend(Backend):
         S = min(range(1, 5), key=lambda s: (-(-blocks * s // resident) * resident / (blocks * s), s))
         return max(1, min(S, nm // (4 * BX)))
 
-    def _gemm_config(self, nf, nd, nm, K, KB, ta, tx, lda, aligned):
+    def _gemm_config(self, nf, nd, nm, K, KB, ta, tx, lda, aligned, x_pairs):
         """Launch of ``sbgemm_staged`` (16 right-hand sides a block, rows that
-        fit one block, :attr:`gemm_staged` set) or ``sbgemm_fwd``: lane layout
-        by (dtype, KB), blocks of at most 8 warps (the kernel's launch bounds)
-        and at least 4 (the staging of X assumes 128 threads)."""
+        fit one block, :attr:`gemm_staged` set; ``aligned``, ``x_pairs``:
+        ``Fhat`` and ``X`` may be copied by 16-byte pairs of complex64) or
+        ``sbgemm_fwd``: lane layout by (dtype, KB), blocks of at most 8 warps
+        (the kernel's launch bounds) and at least 4 (the staging of X assumes
+        128 threads)."""
         staged = self.gemm_staged.get(ta)
         if KB == 16 and staged is not None:
-            TM, TN, BK, NS = staged
+            TM, TN, BK, NS, MINB = staged
             RG = -(-nd // TM)
             real = _C2R[ta].itemsize
             AS, XS = BK + 16 // ta.itemsize, 4 * TN + 16 // ta.itemsize
@@ -1042,7 +1047,8 @@ class GPUBackend(Backend):
             smem = max(NS * (RG * TM * AS + BK * XS) * ta.itemsize, max(P - 1, 0) * 4 * RG * TM * TN * 2 * real)
             if P >= 1 and smem <= self.smem_limit:
                 VA = 2 if ta == np.complex64 and aligned and nm % 2 == 0 else 1
-                fn = kernels.kernel("sbgemm.cu", "sbgemm_staged", ta, TM, TN, BK, NS, VA)
+                VX = 2 if ta == np.complex64 and x_pairs else 1
+                fn = kernels.kernel("sbgemm.cu", "sbgemm_staged", ta, TM, TN, BK, NS, VA, VX, MINB)
                 _allow_shared_memory(fn, smem)
                 S = self._gemm_splits(fn, nf, 256, nm, BK)
                 cw = -(-nm // S)

@@ -52,6 +52,8 @@ def _report(r: dict) -> None:
           f"device={r['device']}  grid={r['grid']} ({r['ranks']} ranks; times of the slowest rank)")
     print(f"  time per product  {r['time_s'] * 1e3:10.3f} ms  ({r['time_per_vector_s'] * 1e3:.3f} ms per vector)")
     print(f"  back to back      {r['back_to_back_s'] * 1e3:10.3f} ms per product (no wait between products)")
+    if r.get("into_out_s") is not None:
+        print(f"  into out=         {r['into_out_s'] * 1e3:10.3f} ms per product (the caller's result array)")
     for name, t in r["stages"].items():
         print(f"    {name:<8}        {t * 1e3:10.3f} ms")
     print(f"  communication     {r['comm_s'] * 1e3:10.3f} ms")
