@@ -530,6 +530,20 @@ def main(argv=None) -> int:
         be.synchronize()
         return float(np.median(ts)), busy
 
+    def event_sync():
+        ev = cp.cuda.Event(disable_timing=True)
+        ev.record()
+        ev.synchronize()
+
+    def event_spin():
+        ev = cp.cuda.Event(disable_timing=True)
+        ev.record()
+        while not ev.done:
+            pass
+
+    waits = (("device_sync", be.synchronize), ("stream_sync", cp.cuda.get_current_stream().synchronize),
+             ("event_sync", event_sync), ("event_spin", event_spin))  # the ways of waiting for a product
+
     def part_wait():
         """The big ddddd F m waited for in four ways (the device, the stream, an event, spinning on an
         event), against back to back and CUDA events, and an 8 GB copy the same ways: is the waited-for
@@ -539,27 +553,12 @@ def main(argv=None) -> int:
 
         op = BTTOperator(random_slab(0, Nd, Nm, Nt, (0, Nd), (0, Nm)), device=be, shape=(Nd, Nm, Nt))
         x = cp.random.standard_normal((Nm, Nt, 1))
-        stream = cp.cuda.get_current_stream()
-
-        def event_sync():
-            ev = cp.cuda.Event(disable_timing=True)
-            ev.record()
-            ev.synchronize()
-
-        def event_spin():
-            ev = cp.cuda.Event(disable_timing=True)
-            ev.record()
-            while not ev.done:
-                pass
-
         src = cp.empty(Nm * Nd * (Nt + 1), np.float64)
         dst = cp.empty_like(src)
         for name, fn in (("matvec", lambda: op.matvec(x)), ("copy moving Fhat's bytes", lambda: cp.copyto(dst, src))):
             emit(what="wait", fn=name, back_to_back_us=round(_back_to_back_time(fn, 30, be.synchronize) * 1e6, 1),
                  events_us=round(timeit(fn, reps=30) * 1e6, 1),
-                 **{f"{how}_us": round(_median_time(fn, 30, wait) * 1e6, 1) for how, wait in (
-                     ("device_sync", be.synchronize), ("stream_sync", stream.synchronize),
-                     ("event_sync", event_sync), ("event_spin", event_spin))})
+                 **{f"{how}_us": round(_median_time(fn, 30, wait) * 1e6, 1) for how, wait in waits})
 
     def part_host_parts():
         """Host time per call of the pieces of a fixture-size product (each
@@ -633,21 +632,6 @@ def main(argv=None) -> int:
         from fftmatvec.bench import random_slab
         from fftmatvec.operator import BTTOperator
 
-        stream = cp.cuda.get_current_stream()
-
-        def event_sync():
-            ev = cp.cuda.Event(disable_timing=True)
-            ev.record()
-            ev.synchronize()
-
-        def event_spin():
-            ev = cp.cuda.Event(disable_timing=True)
-            ev.record()
-            while not ev.done:
-                pass
-
-        waits = (("device_sync", be.synchronize), ("stream_sync", stream.synchronize),
-                 ("event_sync", event_sync), ("event_spin", event_spin))
         for (nd, nm, nt), codes, n in (((15, 289, 10), ("ddddd", "dssdd"), 2000),
                                        ((50, 1000, 500), ("ddddd", "dssdd"), 400)):
             f = random_slab(0, nd, nm, nt, (0, nd), (0, nm))

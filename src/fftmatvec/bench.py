@@ -156,7 +156,7 @@ def run_bench(cfg: BenchConfig, grid: Any = None) -> dict[str, Any]:
     back_to_back_s = slowest(_back_to_back_time(lambda: apply(x), cfg.reps, sync))
     into_s = None
     if isinstance(grid, SerialGrid):  # the result written into one array of the caller's (no allocation)
-        out = be.empty(((cfg.Nd if not cfg.adjoint else cfg.Nm), cfg.Nt, cfg.nrhs), np.float64)
+        out = be.empty((cfg.Nm if cfg.adjoint else cfg.Nd, cfg.Nt, cfg.nrhs), np.float64)
         into_s = _median_time(lambda: apply(x, out=out), cfg.reps, sync)
     timer = be.timer()
     for _ in range(cfg.reps):
