@@ -629,7 +629,7 @@ def main(argv=None) -> int:
         """Waited-for products at the fixture and middle sizes, each waited for four ways (the
         device, the current stream, an event, spinning on an event's query), with a new result
         array per call and into one ``out=`` array: what the host adds to a small product."""
-        from fftmatvec.bench import random_slab
+        from fftmatvec.bench import _median_time, random_slab
         from fftmatvec.operator import BTTOperator
 
         for (nd, nm, nt), codes, n in (((15, 289, 10), ("ddddd", "dssdd"), 2000),
@@ -646,16 +646,7 @@ def main(argv=None) -> int:
                         rec = dict(what="latency", size=f"{nm}x{nd}x{nt}", code=op.adjoint_precision.code if adjoint
                                    else code, adjoint=adjoint, into_out=into)
                         for how, wait in waits:
-                            for _ in range(20):
-                                fn()
-                            wait()
-                            ts = []
-                            for _ in range(n):
-                                t0 = time.perf_counter()
-                                fn()
-                                wait()
-                                ts.append(time.perf_counter() - t0)
-                            rec[f"{how}_us"] = round(float(np.median(ts)) * 1e6, 2)
+                            rec[f"{how}_us"] = round(_median_time(fn, n, wait) * 1e6, 2)
                         rec["host_us"] = round(host_time(fn)[0] * 1e6, 2)
                         emit(**rec)
 
