@@ -300,19 +300,22 @@ def main(argv=None) -> int:
         be.blas_min_k, be.gemm_min_k = saved
 
     def part_gemm_variants():
-        """sbgemm_staged's tiles and sbgemm_fwd's lane layouts at K = 16, big
-        size, each checked against cuBLAS's product."""
+        """sbgemm_tc's and sbgemm_staged's tiles and sbgemm_fwd's lane layouts
+        at K = 16 (and 4, 8, 12 in complex64), big size, each checked against
+        cuBLAS's product."""
         eng = get_big()
-        saved = (dict(be.gemm_tiles), dict(be.gemm_staged), be.gemm_splits, dict(be.gemm_min_k),
-                 dict(be.blas_min_k))
-        variants = {C64: [("staged", (5, 4, 32, 3, 2)), ("staged", (4, 4, 32, 3, 2)), ("staged", (8, 4, 32, 3, 1)),
-                          ("staged", (8, 4, 32, 5, 1)), ("staged", (10, 4, 32, 4, 1)), ("staged", (7, 4, 32, 4, 1)),
-                          ("fwd", (2, 4, 2, 2, 2, 2))],
-                    C128: [("staged", (2, 4, 16, 3, 2)), ("staged", (4, 4, 16, 3, 1)), ("staged", (5, 4, 16, 4, 1)),
-                           ("fwd", (2, 4, 2, 2, 4, 1))]}
-        K = 16
-        for ta in (C64, C128):
+        saved = (dict(be.gemm_tiles), dict(be.gemm_staged), dict(be.gemm_tensor), be.gemm_splits,
+                 dict(be.gemm_min_k), dict(be.blas_min_k))
+        tensor = [("tensor", (32, 3, 2)), ("tensor", (16, 4, 3)), ("tensor", (16, 6, 2))]
+        variants = {(C64, 16): tensor + [("staged", (5, 4, 32, 3, 2)), ("fwd", (2, 4, 2, 2, 2, 2))],
+                    (C64, 12): tensor[:2] + [("staged", (5, 4, 32, 3, 2))],
+                    (C64, 8): tensor[:2] + [("fwd", (1, 8, 2, 4, 1, 2))],
+                    (C64, 4): tensor[:1] + [("fwd", (1, 8, 2, 4, 2, 2))],
+                    (C128, 16): [("staged", (2, 4, 16, 3, 2)), ("staged", (4, 4, 16, 3, 1)),
+                                 ("fwd", (2, 4, 2, 2, 4, 1))]}
+        for (ta, K), tiles in variants.items():
             A = eng.Fhat[ta]
+            KB = min(16, 1 << (K - 1).bit_length())
             x = rand_c((Nf, Nm, K), ta)
             y = cp.empty((Nf, Nd, K), ta)
             be.blas_min_k[(ta, False)] = 1
@@ -320,13 +323,12 @@ def main(argv=None) -> int:
             ref = y.copy()
             be.blas_min_k[(ta, False)] = 10**6
             be.gemm_min_k[ta] = 1
-            for kind, tile in variants[ta]:
+            for kind, tile in tiles:
                 for S in (None, 1):
-                    if kind == "staged":
-                        be.gemm_staged[ta] = tile
-                    else:
-                        be.gemm_staged[ta] = None
-                        be.gemm_tiles[(ta, 16)] = tile
+                    be.gemm_tensor[ta] = tile if kind == "tensor" else None
+                    be.gemm_staged[ta] = tile if kind == "staged" else None
+                    if kind == "fwd":
+                        be.gemm_tiles[(ta, KB)] = tile
                     be.gemm_splits = S
                     be._launch.clear()
                     y[...] = 0
@@ -337,10 +339,10 @@ def main(argv=None) -> int:
                         break
                     cfg = next(v for k, v in be._launch.items() if k[0] == "gemm")
                     err = float(cp.linalg.norm(y - ref) / cp.linalg.norm(ref))
-                    emit(what="gemm_variant", ta=str(ta), kind=kind, tile=tile, S=S, S_used=cfg[5],
+                    emit(what="gemm_variant", ta=str(ta), K=K, kind=kind, kernel=cfg[6], tile=tile, S=S, S_used=cfg[5],
                          regs=int(cfg[0].num_regs), local_bytes=int(cfg[0].local_size_bytes), grid=cfg[1],
                          block=cfg[2], smem=cfg[3], time_s=t, floor_ratio=t / (A.nbytes / bw), rel_vs_cublas=err)
-        be.gemm_tiles, be.gemm_staged, be.gemm_splits, be.gemm_min_k, be.blas_min_k = saved
+        be.gemm_tiles, be.gemm_staged, be.gemm_tensor, be.gemm_splits, be.gemm_min_k, be.blas_min_k = saved
         be._launch.clear()
 
     def engine_runs(eng, codes, K, label, naive=True, stages=True):

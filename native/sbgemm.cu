@@ -1,6 +1,8 @@
 // sbgemm.cu -- forward per-frequency product with several right-hand sides (stage 3):
-// sbgemm_fwd (Fhat through registers, X staged; any number of rows) and
-// sbgemm_staged (Fhat and X staged by asynchronous copies; up to 64 TM rows).
+// sbgemm_fwd (Fhat through registers, X staged; any number of rows),
+// sbgemm_staged (Fhat and X staged by asynchronous copies; up to 64 TM rows)
+// and sbgemm_tc (complex64 on the tensor cores, staged as sbgemm_staged; up
+// to 256 rows; CUDA only), which the backend takes first where it can.
 //
 //   A : rows of Fhat, row i of frequency f at A + (f * lda + i) * nm (lda >= nd), complex TA
 //   X : (nf, nm, K) complex TX (cast to TA when staged)
@@ -32,7 +34,7 @@
 // Measured on an H200 (docs/benchmarks.md): 1.5-2.0x the memory floor for
 // K = 3-8 in complex64; with K = 16 it is bound by L1 traffic (32-byte row
 // pieces of A per load, shared-memory reads of X), 3.7x, where sbgemm_staged
-// takes 2.05x.
+// takes 2.05x and sbgemm_tc 1.7x.
 // ---------------------------------------------------------------------------
 #include "fftmatvec_common.cuh"
 
@@ -366,6 +368,198 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
     }
 }
 
+#ifndef FMV_HIP
+// ---------------------------------------------------------------------------
+// Forward product in complex64 on the tensor cores (3xTF32), KB = 8 or 16
+// right-hand sides a block.  The complex product is a real one: row i of A
+// read as floats [Ar Ai Ar Ai ...] times the real matrix whose two rows for
+// column j are [Xr | Xi] (against Ar) and [-Xi | Xr] (against Ai), so
+// output columns 0 .. KB-1 are Re Y and KB .. 2 KB-1 are Im Y.
+// mma.sync.m16n8k8 (TF32 in, float32 sums): a k-step is complex columns
+// j0 .. j0 + 3, its k slot t the Ar of column j0 + t and slot t + 4 its Ai, so
+// a lane's two values of a row of A are one complex64 in shared memory, and
+// one complex64 X[j][k] gives a lane its values for the Re and the Im tile.
+// 3xTF32: each float v = big + small, big = tf32(v), small = v - big; a
+// product sums big*small, small*big and big*big, and drops small*small
+// (2^-21 relative).  The tensor core's float32 sums lose a little on every
+// addition, in one direction (measured: an error growing with the number of
+// columns, 2.4e-5 at 10000 against float32's 2e-6), so its sums start from
+// zero each chunk and are added to the kept sums in float32 arithmetic:
+// about float32's accuracy.
+// Block (f, column split) as in sbgemm_staged, blockIdx.y the chunk of KB
+// right-hand sides, chunks of BK columns of A (rows < nd) and of X copied in
+// by cp.async, NS deep.  Warp w takes rows 16 (w % MT) .. + 15 (MT =
+// ceil(nd / 16) row tiles; rows past nd read row nd - 1 and are not kept)
+// and the k-steps ph, ph + P, ... of each chunk (ph = w / MT); the P phases
+// are summed through shared memory at the end.
+// MAXT, MINB: launch bounds (blockDim.x <= MAXT; registers capped for MINB blocks a multiprocessor).
+// Launch: blockDim.x = 32 MT P <= MAXT, gridDim.x = nf * S, gridDim.y = ceil(K / KB),
+// dynamic shared memory max(NS (nd AS + BK XS) 8, (P - 1) 32 MT KB 4) bytes,
+// AS = BK + 4, XS = KB + 4 (complex64 strides: the lanes of a load in distinct banks).
+// Needs compute capability 8.0 (cvt.rna.tf32, TF32 mma).
+// ---------------------------------------------------------------------------
+namespace fmv {
+
+// v = big + small as TF32 operands: big is v rounded to TF32's 10 mantissa bits (to nearest, ties away;
+// integer arithmetic, as cvt.rna.tf32 takes several instructions), small = v - big exactly, of which the
+// tensor core reads the top 10 mantissa bits
+FMV_DEV void tf32_split(float v, unsigned& big, unsigned& small) {
+    big = (__float_as_uint(v) + 0x1000u) & 0xffffe000u;
+    small = __float_as_uint(v - __uint_as_float(big));
+}
+
+// d += a b for one 16 x 8 x 8 tile (fragments as in the PTX ISA's m16n8k8 .tf32 layout)
+FMV_DEV void mma_tf32(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+}  // namespace fmv
+
+template <int KB, int BK, int NS, int P, int VA, int VX, int MAXT, int MINB>
+__global__ void __launch_bounds__(MAXT, MINB)
+sbgemm_tc(const float2* __restrict__ A, const float2* __restrict__ X, float2* __restrict__ Y, int nf, int nd, int nm,
+          int K, int S, int cw, int lda) {
+    constexpr int NH = KB / 8;           // tiles of 8 output columns per half (Re, Im)
+    constexpr int AS = BK + 4;
+    constexpr int XS = KB + 4;
+    constexpr int CPR = BK / VA;         // copies per row of a chunk of A
+    constexpr int XPR = KB / VX;         // copies per row of a chunk of X
+    static_assert((KB == 8 || KB == 16) && BK % 16 == 0 && (BK / 4) % P == 0 && 32 % CPR == 0 && NS >= 2, "tile");
+    extern __shared__ double2 fmv_smem[];  // 16-byte aligned
+    float2* as = reinterpret_cast<float2*>(fmv_smem);  // [NS][nd][AS]
+    float2* xs = as + NS * nd * AS;                    // [NS][BK][XS]
+
+    const int tid = threadIdx.x, nthreads = blockDim.x;
+    const int lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int MT = (nd + 15) / 16;
+    const int mt = warp % MT, ph = warp / MT;
+    const int split = blockIdx.x % S, f = blockIdx.x / S;
+    const int k0 = blockIdx.y * KB, kn = fmv::min_(KB, K - k0);
+    const int jbeg = split * cw, jend = fmv::min_(nm, jbeg + cw);
+    const int nchunks = jend > jbeg ? (jend - jbeg + BK - 1) / BK : 0;
+    const float2* af = A + (index_t)f * lda * nm;
+    const float2* xf = X + (index_t)f * nm * K + k0;
+
+    // copies as in sbgemm_staged, with RP = nthreads / CPR rows of A and XR rows of X per pass
+    // (the source steps by a 64-bit stride; a zero-filled copy reads nothing and keeps pointing at row 0)
+    const int RP = nthreads / CPR, XR = nthreads / XPR;
+    const int ccol = tid % CPR, crow = tid / CPR;
+    const int arows = crow < nd ? (nd - crow + RP - 1) / RP : 0;
+    const float2* asrc = af + (index_t)crow * nm + jbeg + ccol * VA;
+    const index_t astep = (index_t)RP * nm;
+    const int adst = crow * AS + ccol * VA;
+    const int xj = tid / XPR, xk = tid % XPR * VX;
+    const int xrows = xj < BK ? (BK - xj + XR - 1) / XR : 0;
+    const bool xok = xk < kn;
+    const float2* xsrc = xf + (index_t)(jbeg + xj) * K + xk;
+    const index_t xstep = (index_t)XR * K;
+    const int xdst = xj * XS + xk;
+    auto issue = [&](int c) {
+        if (c < nchunks) {
+            const int j0 = jbeg + c * BK;
+            const bool last = j0 + BK > jend;  // columns past jend are zero-filled
+            float2* ab = as + (c % NS) * nd * AS + adst;
+            const bool colok = !last || j0 + ccol * VA < jend;
+            const float2* src = colok ? asrc + c * BK : af;
+            const index_t step = colok ? astep : 0;
+#pragma unroll 4
+            for (int q = 0; q < arows; ++q, src += step, ab += RP * AS) fmv::cp_async<VA * 8>(ab, src, colok);
+            float2* xb = xs + (c % NS) * BK * XS + xdst;
+            const float2* xsc = xsrc + (index_t)c * BK * K;
+            for (int q = 0; q < xrows; ++q, xsc += xstep, xb += XR * XS) {
+                const bool ok = xok && (!last || j0 + xj + q * XR < jend);
+                fmv::cp_async<VX * 8>(xb, ok ? xsc : xf, ok);
+            }
+        }
+        fmv::cp_async_commit();
+    };
+
+    float sum[2 * NH][4];  // tiles h < NH: Re Y[:, 8h ..]; NH + h: Im Y[:, 8h ..]
+#pragma unroll
+    for (int n = 0; n < 2 * NH; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) sum[n][e] = 0.f;
+    const int r0 = fmv::min_(16 * mt + g, nd - 1) * AS, r1 = fmv::min_(16 * mt + g + 8, nd - 1) * AS;
+
+#pragma unroll
+    for (int c = 0; c < NS - 1; ++c) issue(c);
+    for (int c = 0; c < nchunks; ++c) {
+        fmv::cp_async_wait<NS - 2>();
+        __syncthreads();  // chunk c is in for every thread, and chunk c - 1's buffer is free
+        issue(c + NS - 1);
+        const float2* ab = as + (c % NS) * nd * AS;
+        const float2* xb = xs + (c % NS) * BK * XS + g;
+        float part[2 * NH][4];  // this chunk's sums, in the tensor core
+#pragma unroll
+        for (int n = 0; n < 2 * NH; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) part[n][e] = 0.f;
+#pragma unroll
+        for (int u = 0; u < BK / (4 * P); ++u) {
+            const int j = 4 * (ph + u * P) + t;
+            const float2 p = ab[r0 + j], q = ab[r1 + j];
+            unsigned ab_[4], as_[4];
+            fmv::tf32_split(p.x, ab_[0], as_[0]);
+            fmv::tf32_split(q.x, ab_[1], as_[1]);
+            fmv::tf32_split(p.y, ab_[2], as_[2]);
+            fmv::tf32_split(q.y, ab_[3], as_[3]);
+#pragma unroll
+            for (int h = 0; h < NH; ++h) {
+                const float2 v = xb[j * XS + 8 * h];
+                unsigned rb, rs, ib, is;
+                fmv::tf32_split(v.x, rb, rs);
+                fmv::tf32_split(v.y, ib, is);
+                const unsigned nib = ib ^ 0x80000000u, nis = is ^ 0x80000000u;  // -Xi
+                fmv::mma_tf32(part[h], ab_, rs, nis);
+                fmv::mma_tf32(part[NH + h], ab_, is, rs);
+                fmv::mma_tf32(part[h], as_, rb, nib);
+                fmv::mma_tf32(part[NH + h], as_, ib, rb);
+                fmv::mma_tf32(part[h], ab_, rb, nib);
+                fmv::mma_tf32(part[NH + h], ab_, ib, rb);
+            }
+        }
+#pragma unroll
+        for (int n = 0; n < 2 * NH; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) sum[n][e] += part[n][e];
+    }
+    fmv::cp_async_wait<0>();
+    __syncthreads();
+
+    // phases 1 .. P-1 leave their sums in shared memory, phase 0 adds them in order and writes Y
+    float* red = reinterpret_cast<float*>(fmv_smem);  // [P - 1][32 MT][2 NH][4]
+    const int slot = tid % (32 * MT);
+    if (ph > 0) {
+        float* r = red + ((ph - 1) * 32 * MT + slot) * 8 * NH;
+#pragma unroll
+        for (int n = 0; n < 2 * NH; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) r[n * 4 + e] = sum[n][e];
+    }
+    __syncthreads();
+    if (ph == 0) {
+#pragma unroll
+        for (int n = 0; n < 2 * NH; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+#pragma unroll
+                for (int p = 1; p < P; ++p) sum[n][e] += red[((p - 1) * 32 * MT + slot) * 8 * NH + n * 4 + e];
+        float2* ys = Y + (index_t)split * nf * nd * K;
+#pragma unroll
+        for (int h = 0; h < NH; ++h)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {  // fragment element e: row g (+8 for e >= 2), column 2t + (e & 1)
+                const int i = 16 * mt + g + 8 * (e >> 1), k = 8 * h + 2 * t + (e & 1);
+                if (i < nd && k < kn) ys[((index_t)f * nd + i) * K + k0 + k] = fmv::cmake<float2>(sum[h][e], sum[NH + h][e]);
+            }
+    }
+}
+#endif  // !FMV_HIP
+
 #ifdef FFTMATVEC_INSTANTIATE
 #define FMV_GEMM(TA, TX, KB, KL, CL, TR, U, V, MB)                                                          \
     template __global__ void sbgemm_fwd<TA, TX, KB, KL, CL, TR, U, V, MB>(const TA*, const TX*, TA*, int, int, \
@@ -387,4 +581,13 @@ FMV_GEMM(double2, double2, 2, 1, 8, 2, 2, 8, 2)
 FMV_STAGED(float2, 5, 4, 32, 3, 2, 2, 2)
 FMV_STAGED(float2, 5, 4, 32, 3, 1, 1, 2)
 FMV_STAGED(double2, 2, 4, 16, 3, 1, 1, 2)
+#ifndef FMV_HIP
+#define FMV_TC(KB, BK, NS, P, VA, VX, MAXT, MINB)                                                     \
+    template __global__ void sbgemm_tc<KB, BK, NS, P, VA, VX, MAXT, MINB>(const float2*, const float2*, float2*, int, \
+                                                                         int, int, int, int, int, int);
+FMV_TC(16, 32, 3, 1, 2, 2, 256, 2)
+FMV_TC(16, 32, 3, 2, 1, 1, 512, 1)
+FMV_TC(8, 32, 3, 4, 2, 2, 256, 2)
+FMV_TC(8, 16, 4, 1, 2, 1, 256, 3)
+#endif
 #endif

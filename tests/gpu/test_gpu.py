@@ -406,19 +406,24 @@ def test_sbgemv_kernel_tails(gpu, native_gpu, rng, ta, tx, adjoint, which):
     "ta,tx", [(np.complex128, np.complex128), (np.complex64, np.complex64), (np.complex64, np.complex128),
               (np.complex128, np.complex64)], ids=["zz", "cc", "cz", "zc"])
 def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
-    """sbgemm_fwd and sbgemm_staged against einsum in float64: every lane
-    layout (K up to 16 and chunks of 16 beyond), odd shapes (``nd`` beyond
-    one staged block too), forced column splits, and a block of rows of a
-    larger Fhat read in place."""
+    """sbgemm_tc, sbgemm_staged and sbgemm_fwd against einsum in float64:
+    every lane layout (K up to 16 and chunks of 16 beyond), odd shapes
+    (``nd`` beyond one staged or tensor-core block too), forced column
+    splits, and a block of rows of a larger Fhat read in place."""
     be = gemm_gpu
     tol = 5e-14 if ta == np.complex128 else 2e-6
     shapes = ((3, 1, 1, 2), (2, 7, 33, 3), (3, 9, 257, 5), (2, 100, 1000, 16), (2, 130, 77, 9), (2, 17, 500, 17),
               (2, 5, 3, 33), (1, 64, 4096, 16), (2, 3, 40, 8), (2, 70, 129, 4), (2, 300, 50, 12),
-              (2, 330, 50, 10))
-    staged = dict(be.gemm_staged)
+              (2, 330, 50, 10), (3, 250, 301, 6), (2, 16, 64, 7))
+    tensor, staged = dict(be.gemm_tensor), dict(be.gemm_staged)
+    kinds = ("sbgemm_tc", "sbgemm_staged", "sbgemm_fwd") if be.tensor_cores and ta == np.complex64 else (
+        "sbgemm_staged", "sbgemm_fwd")
     try:
-        for (nf, nd, nm, K), use_staged in itertools.product(shapes, (True, False)):
-            be.gemm_staged = staged if use_staged else {key: None for key in staged}
+        for (nf, nd, nm, K), kind in itertools.product(shapes, kinds):
+            be.gemm_tensor = tensor if kind == "sbgemm_tc" else {key: None for key in tensor}
+            be.gemm_staged = staged if kind != "sbgemm_fwd" else {key: None for key in staged}
+            be._launch.clear()
+            tc_taken = kind == "sbgemm_tc" and nd <= 256
             for S, rows in ((None, None), (1, None), (3, None), (None, (2, 2 + nd))):
                 be.gemm_splits = S
                 full = nd + 5 if rows else nd
@@ -434,9 +439,48 @@ def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
                 assert rel_err(got, ref) < tol * np.sqrt(nm), (nf, nd, nm, K, S, rows)
                 if S == 3:  # the forced splits were taken, not a launch cached before
                     assert ((3,) + out.shape, np.dtype(ta), "sbgemm-splits") in be._scratch
+                taken = {cfg[6] for key, cfg in be._launch.items() if key[0] == "gemm"}
+                assert ("sbgemm_tc" in taken) == tc_taken, (nf, nd, nm, K, kind, taken)
     finally:
         be.gemm_splits = None
-        be.gemm_staged = staged
+        be.gemm_staged, be.gemm_tensor = staged, tensor
+
+
+@pytest.mark.parametrize("K", [1, 12, 20])
+def test_sbgemv_no_rows(gemm_gpu, K):
+    """A product with no rows (nd = 0) launches nothing and leaves out empty."""
+    A = cupy.zeros((3, 0, 40), np.complex64)
+    out = cupy.empty((3, 0, K), np.complex64)
+    gemm_gpu.sbgemv(A, cupy.ones((3, 40, K), np.complex64), out, adjoint=False)
+    gemm_gpu.synchronize()
+    assert out.shape == (3, 0, K)
+
+
+def test_sbgemm_tc_accuracy(gemm_gpu, rng):
+    """The tensor-core product (3xTF32) is as accurate as the float32 one on
+    long sums: the tensor core's own float32 sums drift with the number of
+    columns (2.4e-5 at 10000 when kept over a whole row), which the
+    per-chunk sums must keep out."""
+    be = gemm_gpu
+    if not be.tensor_cores:
+        pytest.skip("no TF32 tensor cores")
+    nf, nd, nm, K = 2, 40, 40000, 12
+    A = (rng.standard_normal((nf, nd, nm)) + 1j * rng.standard_normal((nf, nd, nm))).astype(np.complex64)
+    x = (rng.standard_normal((nf, nm, K)) + 1j * rng.standard_normal((nf, nm, K))).astype(np.complex64)
+    ref = A.astype(np.complex128) @ x.astype(np.complex128)
+    errs = {}
+    tensor = dict(be.gemm_tensor)
+    try:
+        for kind in ("sbgemm_tc", "sbgemm_staged"):
+            be.gemm_tensor = tensor if kind == "sbgemm_tc" else {key: None for key in tensor}
+            be._launch.clear()
+            out = cupy.empty((nf, nd, K), np.complex64)
+            be.sbgemv(cupy.asarray(A), cupy.asarray(x), out, adjoint=False)
+            assert {cfg[6] for key, cfg in be._launch.items() if key[0] == "gemm"} == {kind}
+            errs[kind] = rel_err(out.get(), ref)
+    finally:
+        be.gemm_tensor = tensor
+    assert errs["sbgemm_tc"] < 2 * errs["sbgemm_staged"], errs
 
 
 @pytest.mark.parametrize("ta", [np.complex64, np.complex128], ids=["c", "z"])

@@ -16,10 +16,10 @@ stage runs (choices measured on an H200, see benchmarks/results/h200-*.jsonl):
 * ``sbgemv`` reads ``Fhat`` in place, once, with 16-byte streaming loads
   (``native/sbgemv.cu``), the input's cast fused into the load; several
   right-hand sides in the same kernels, or for forward products from
-  :attr:`GPUBackend.gemm_min_k` in ``native/sbgemm.cu`` (X, and for 9-16
-  right-hand sides ``Fhat`` too, staged in shared memory; 3M complex
-  products), up to :attr:`GPUBackend.blas_min_k`, cuBLAS's batched GEMM from
-  there;
+  :attr:`GPUBackend.gemm_min_k` in ``native/sbgemm.cu`` (complex64 on the
+  tensor cores in 3xTF32, ``Fhat`` and X staged in shared memory; without
+  tensor cores 3M complex products), up to :attr:`GPUBackend.blas_min_k`,
+  cuBLAS's batched GEMM from there;
 * small products (``Nt`` up to 32, one right-hand side) skip all of this:
   :meth:`GPUBackend.direct_plan` runs the five stages in one kernel
   (``native/direct.cu``, direct DFTs), since there three kernels cost more
@@ -238,6 +238,13 @@ class GPUBackend(Backend):
     gemm_staged : dict[numpy.dtype, tuple or None]
         Tile ``(TM, TN, BK, NS, MINB)`` of ``sbgemm_staged``, which takes forward
         products with 9-16 right-hand sides when set (None: ``sbgemm_fwd``).
+    gemm_tensor : dict[numpy.dtype, tuple or None]
+        Tile ``(BK, NS, MINB)`` of ``sbgemm_tc`` (complex64 only: 3xTF32 on the
+        tensor cores, about float32's accuracy), which takes the forward
+        products of ``native/sbgemm.cu`` before ``sbgemm_staged`` and
+        ``sbgemm_fwd`` when set and :attr:`tensor_cores` is true.
+    tensor_cores : bool
+        The device runs TF32 ``mma.sync`` (CUDA, compute capability 8.0 or higher).
     graph_max_bytes : int
         ``Fhat`` size up to which the engine records its stages (or its one
         :meth:`direct_plan` kernel) as a CUDA graph and replays it (default:
@@ -281,6 +288,9 @@ class GPUBackend(Backend):
         self.sm_count = int(props["multiProcessorCount"])
         attributes = self._device.attributes
         self.smem_limit = int(attributes.get("MaxSharedMemoryPerBlockOptin", 48 << 10))
+        self.smem_per_sm = int(attributes.get("MaxSharedMemoryPerMultiprocessor", self.smem_limit))
+        # TF32 mma.sync (sbgemm_tc) from compute capability 8.0, CUDA only
+        self.tensor_cores = not kernels.is_hip() and int(self._device.compute_capability) >= 80
         self.device_name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
         # measured on an H200 at Nm=5000, Nd=100, Nt=1000 (benchmarks/gpu_probe.py, part kgemm,
         # benchmarks/results/h200-probe-gemm-stop15.jsonl): the native kernels win up to these K
@@ -288,9 +298,11 @@ class GPUBackend(Backend):
         c64, c128 = np.dtype(np.complex64), np.dtype(np.complex128)
         self.blas_min_k = {(c64, False): 17, (c64, True): 9, (c128, False): 3, (c128, True): 9}
         # forward products with gemm_min_k <= K < blas_min_k take native/sbgemm.cu, the others of
-        # fewer right-hand sides the one-column kernels; complex64 K = 3-8 (sbgemm_fwd): 1.48-1.99x the
-        # floor against 1.96-2.05x (one-column kernels) and 3.7x (cuBLAS); K = 9-16 (sbgemm_staged):
-        # 2.05x against 3.7x; complex128: none (cuBLAS is faster from K = 3)
+        # fewer right-hand sides the one-column kernels; complex64 K = 3-16: sbgemm_tc on the tensor
+        # cores (benchmarks/results/h200-probe-gemmvar-stop17.jsonl: 1.26x the floor at K = 8, 1.72x at
+        # K = 16), without them sbgemm_fwd for K = 3-8 (1.48-1.99x, against 1.96-2.05x for the
+        # one-column kernels and 3.7x for cuBLAS) and sbgemm_staged for K = 9-16 (2.05x);
+        # complex128: none (cuBLAS is faster from K = 3)
         self.gemm_min_k = {c64: 3, c128: 3}
         self.gemm_tiles = dict(_GEMM_TILES)
         self.gemm_splits: int | None = None
@@ -298,6 +310,8 @@ class GPUBackend(Backend):
         # (benchmarks/results/h200-probe-gemmvar-stop16.jsonl: 5 rows a thread at Nd = 100; complex128
         # 2.39x at best against cuBLAS's 1.25x)
         self.gemm_staged: dict[np.dtype, tuple | None] = {c64: (5, 4, 32, 3, 2), c128: None}
+        # sbgemm_tc (complex64, 3xTF32 on the tensor cores) before both: (BK, NS, MINB)
+        self.gemm_tensor: dict[np.dtype, tuple | None] = {c64: (32, 3, 2), c128: None}
         self.real_gemm = {np.dtype(np.complex64): False, np.dtype(np.complex128): False}
         self.fwd_splits: int | None = None  # column splits of the forward kernel (None: automatic)
         self.adj_flat = True  # balanced adjoint kernel for one right-hand side
@@ -840,6 +854,8 @@ class GPUBackend(Backend):
         for a, what in ((x_hat, "x_hat"), (out, "out")):
             self._contiguous(a, f"sbgemv {what}")
         self._row_stride(Fhat, adjoint)
+        if out.size == 0:  # no rows (a launch of no threads is an error)
+            return
         ta = np.dtype(Fhat.dtype)
         if K >= self.blas_min_k[(ta, bool(adjoint))]:
             self._sbgemm_blas(Fhat, x_hat, out, adjoint)
@@ -902,14 +918,16 @@ class GPUBackend(Backend):
     def _kb(K: int) -> int:
         return 1 if K == 1 else min(16, _pow2_at_least(K))
 
-    def _resident_blocks(self, fn, threads: int) -> int:
-        """Blocks of ``threads`` that fit on one multiprocessor (registers, threads)."""
+    def _resident_blocks(self, fn, threads: int, smem: int = 0) -> int:
+        """Blocks of ``threads`` threads and ``smem`` bytes of dynamic shared
+        memory that fit on one multiprocessor (registers, threads, shared memory)."""
         try:
             regs = int(fn.num_regs)
         except Exception:  # attribute missing on some CuPy versions
             regs = 64
         regs = max(8, -(-regs // 8) * 8)
-        return max(1, min(32, 2048 // threads, 65536 // (regs * threads)))
+        by_smem = self.smem_per_sm // (smem + 1024) if smem else 32  # 1 KB reserved per block
+        return max(1, min(32, 2048 // threads, 65536 // (regs * threads), by_smem))
 
     def _fwd_config(self, nf, nd, nm, K, ta, tx, R=None, U=None, VEC=None, KB=None, S=None, col0=0, col1=None,
                     lda=None):
@@ -1007,13 +1025,13 @@ class GPUBackend(Backend):
         KB = min(16, _pow2_at_least(max(2, K)))
         x_pairs = K % 2 == 0 and (x_hat.dtype != ta or x_hat.data.ptr % 16 == 0)  # (a cast X is a fresh buffer)
         key = ("gemm", nf, nd, nm, K, ta, x_hat.dtype, lda, aligned, x_pairs, self.gemm_splits,
-               self.gemm_staged.get(ta), self.gemm_tiles.get((ta, KB)))
+               self.gemm_tensor.get(ta), self.gemm_staged.get(ta), self.gemm_tiles.get((ta, KB)))
         cfg = self._launch.get(key)
         if cfg is None:
             cfg = self._launch[key] = self._gemm_config(nf, nd, nm, K, KB, ta, np.dtype(x_hat.dtype), lda, aligned,
                                                         x_pairs)
-        fn, grid, block, smem, tail, S, staged = cfg
-        if staged and x_hat.dtype != ta:  # the staged kernel copies X as it is
+        fn, grid, block, smem, tail, S, kind = cfg
+        if kind != "sbgemm_fwd" and x_hat.dtype != ta:  # sbgemm_tc and sbgemm_staged copy X as it is
             xc = self.scratch(x_hat.shape, ta, "gemm-in")
             self._ccast(x_hat, xc, 1.0)
             x_hat = xc
@@ -1022,21 +1040,42 @@ class GPUBackend(Backend):
         if S > 1:
             self._sum_splits(dst, out, S)
 
-    def _gemm_splits(self, fn, blocks: int, threads: int, nm: int, BX: int) -> int:
+    def _gemm_splits(self, fn, blocks: int, threads: int, nm: int, BX: int, smem: int = 0) -> int:
         """Column splits so that the last wave of ``blocks * S`` blocks is nearly full."""
         if self.gemm_splits is not None:
             return self.gemm_splits
-        resident = self.sm_count * self._resident_blocks(fn, threads)
+        resident = self.sm_count * self._resident_blocks(fn, threads, smem)
         S = min(range(1, 5), key=lambda s: (-(-blocks * s // resident) * resident / (blocks * s), s))
         return max(1, min(S, nm // (4 * BX)))
 
     def _gemm_config(self, nf, nd, nm, K, KB, ta, tx, lda, aligned, x_pairs):
-        """Launch of ``sbgemm_staged`` (16 right-hand sides a block, rows that
-        fit one block, :attr:`gemm_staged` set; ``aligned``, ``x_pairs``:
-        ``Fhat`` and ``X`` may be copied by 16-byte pairs of complex64) or
+        """Launch of ``sbgemm_tc`` (:attr:`gemm_tensor` set, tensor cores
+        present, ``nd <= 256``; 8 or 16 right-hand sides a block), else of
+        ``sbgemm_staged`` (16 right-hand sides a block, rows that fit one
+        block, :attr:`gemm_staged` set; ``aligned``, ``x_pairs``: ``Fhat`` and
+        ``X`` may be copied by 16-byte pairs of complex64), else of
         ``sbgemm_fwd``: lane layout by (dtype, KB), blocks of at most 8 warps
         (the kernel's launch bounds) and at least 4 (the staging of X assumes
         128 threads)."""
+        tensor = self.gemm_tensor.get(ta)
+        if tensor is not None and self.tensor_cores and nd <= 256:
+            BK, NS, MINB = tensor
+            KB = 8 if K <= 8 else 16  # fewer right-hand sides are zero columns: the same time as 8
+            MT = -(-nd // 16)
+            P = max(1, min(4, 8 // MT, BK // 4))  # phases of the k-steps: about 8 warps a block
+            smem = max(NS * (nd * (BK + 4) + BK * (KB + 4)) * ta.itemsize, (P - 1) * 32 * MT * KB * 4)
+            if smem <= self.smem_limit:
+                VA = 2 if aligned and nm % 2 == 0 else 1
+                VX = 2 if x_pairs else 1
+                MAXT, MINB = (256, MINB) if 32 * MT * P <= 256 else (512, 1)
+                fn = kernels.kernel("sbgemm.cu", "sbgemm_tc", KB, BK, NS, P, VA, VX, MAXT, MINB)
+                _allow_shared_memory(fn, smem)
+                S = self._gemm_splits(fn, nf, 32 * MT * P, nm, BK, smem)
+                cw = -(-nm // S)
+                cw += cw % VA
+                tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw),
+                        np.int32(lda))
+                return fn, (nf * S, -(-K // KB)), (32 * MT * P,), smem, tail, S, "sbgemm_tc"
         staged = self.gemm_staged.get(ta)
         if KB == 16 and staged is not None:
             TM, TN, BK, NS, MINB = staged
@@ -1050,12 +1089,12 @@ class GPUBackend(Backend):
                 VX = 2 if ta == np.complex64 and x_pairs else 1
                 fn = kernels.kernel("sbgemm.cu", "sbgemm_staged", ta, TM, TN, BK, NS, VA, VX, MINB)
                 _allow_shared_memory(fn, smem)
-                S = self._gemm_splits(fn, nf, 256, nm, BK)
+                S = self._gemm_splits(fn, nf, 256, nm, BK, smem)
                 cw = -(-nm // S)
                 cw += cw % VA
                 tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw),
                         np.int32(lda))
-                return fn, (nf * S, -(-K // (4 * TN))), (256,), smem, tail, S, True
+                return fn, (nf * S, -(-K // (4 * TN))), (256,), smem, tail, S, "sbgemm_staged"
         KL, CL, TR, U, V, MINB = self.gemm_tiles[(ta, KB)]
         rows_per_warp = 32 // (KL * CL) * TR
         row_warps = -(-nd // rows_per_warp)
@@ -1070,7 +1109,7 @@ class GPUBackend(Backend):
         grid = (nf * nrb * S, -(-K // KB))
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(nrb), np.int32(S), np.int32(cw),
                 np.int32(lda))
-        return fn, grid, (32 * warps,), smem, tail, S, False
+        return fn, grid, (32 * warps,), smem, tail, S, "sbgemm_fwd"
 
     def _sbgemm_blas(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool) -> None:
         """Batched GEMM through cuBLAS, ``Fhat`` read in place (no conjugate
