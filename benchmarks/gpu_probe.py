@@ -469,6 +469,24 @@ def main(argv=None) -> int:
                      total_us=round(sum(per.values()), 2), per_product_us=per)
             eng._workspaces.clear()
 
+    def part_kernels_nrhs():
+        """Device time per kernel of the replayed ``dssdd`` forward product at
+        the big size with 3-8 right-hand sides (the forward transform's series
+        per block depend on K)."""
+        import importlib.util
+
+        if importlib.util.find_spec("torch") is None:
+            emit(what="kernels", error="no torch")
+            return
+        eng = get_big()
+        prec = parse("dssdd")
+        for K in range(3, 9):
+            x = cp.random.standard_normal((eng.nm, eng.Nt, K))
+            per = kernel_times(lambda: eng.apply(x, prec, adjoint=False), n=10)
+            emit(what="kernels", size="big", K=K, code="dssdd", adjoint=False, total_us=round(sum(per.values()), 2),
+                 per_product_us=per)
+            eng._workspaces.clear()
+
     def part_host():
         """Host time of the operator's products at the fixture size: latency
         (each waited for), back to back, and a cProfile of the calls."""
@@ -654,7 +672,8 @@ def main(argv=None) -> int:
 
     for name, fn in (("latency", part_latency), ("small", part_small), ("mid", part_mid), ("midvar", part_mid_variants),
                      ("fft", part_fft), ("fftvar", part_fft_variants), ("fftradix", part_fft_radices), ("variants", part_variants), ("engine", part_engine),
-                     ("kgemm", part_kgemm), ("gemmvar", part_gemm_variants), ("k16", part_k16), ("kernels", part_kernels), ("host", part_host),
+                     ("kgemm", part_kgemm), ("gemmvar", part_gemm_variants), ("k16", part_k16), ("kernels", part_kernels),
+                     ("kernelsk", part_kernels_nrhs), ("host", part_host),
                      ("chunks", part_chunks), ("hostparts", part_host_parts), ("wait", part_wait)):
         if name in parts:
             guarded(name, fn)

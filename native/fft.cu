@@ -202,8 +202,8 @@ template <int DIR> struct Dft<10, DIR> {
 
 // Work item e of a pass over S series of nb butterflies: series s, butterfly
 // j.  Series fastest when the S series of a block are adjacent in global
-// memory (K > 1: one time step of them is one contiguous run), butterfly
-// fastest otherwise (K == 1: a series is contiguous).
+// memory (K > 1: one time step of them is one contiguous run per parameter),
+// butterfly fastest otherwise (K == 1: a series is contiguous).
 template <int S, int LOGS, int nb> FMV_DEV void work_item(int e, int K, int& s, int& j) {
     if (K == 1) {
         s = e / nb;
@@ -302,13 +302,22 @@ template <typename T> struct pair_of;
 template <> struct pair_of<float> { typedef float2 type; };
 template <> struct pair_of<double> { typedef double2 type; };
 
-// Sample t of series s of a block whose series start at xb is xb[s * ss + t * K]
-// with ss = M when K == 1, else 1 (the S series of a block are adjacent
-// columns of the (n, M, K) array).  Samples 2m and 2m + 1 go as one pair
-// (one 2 * sizeof(T) access) when the series are contiguous, M is even and xb
-// is aligned to a pair (a caller's view may not be).
-template <int M, typename T> FMV_DEV bool pairs_aligned(const T* xb, int K) {
-    return M % 2 == 0 && K == 1 && reinterpret_cast<unsigned long long>(xb) % (2 * sizeof(T)) == 0;
+// Series b of the (n, M, K) array x is x[p, :, k] with b = p K + k: its
+// sample t is at ((p M + t) K + k).  The S series of a block are b = s0 ..
+// s0 + S - 1, which may belong to more than one p.
+FMV_DEV index_t series_base(int b, int K, int M) { return (index_t)(b / K) * M * K + b % K; }
+
+// The series of work items e, e + NT, ... of a pass over K > 1 (series
+// fastest, work_item): the same for all of them, as NT is a multiple of S.
+template <int S> FMV_DEV index_t thread_series_base(int s0, int K, int M) {
+    return series_base(s0 + (threadIdx.x & (S - 1)), K, M);
+}
+
+// Samples 2m and 2m + 1 go as one pair (one 2 * sizeof(T) access) when the
+// series are contiguous (K == 1), M is even and x is aligned to a pair (a
+// caller's view may not be).
+template <int M, typename T> FMV_DEV bool pairs_aligned(const T* x, int K) {
+    return M % 2 == 0 && K == 1 && reinterpret_cast<unsigned long long>(x) % (2 * sizeof(T)) == 0;
 }
 
 // The first pass of the forward transform (NS = 1), from global memory:
@@ -316,16 +325,16 @@ template <int M, typename T> FMV_DEV bool pairs_aligned(const T* xb, int K) {
 // for r < R, zero from sample M on; the r whose samples are all padding
 // (2 r nb >= M) are zero at compile time and never loaded.
 template <int R, int M, int S, int LOGS, int NT, typename TI, typename C>
-FMV_DEV void first_pass_from_global(const TI* __restrict__ xb, int ns, int K, C* out) {
+FMV_DEV void first_pass_from_global(const TI* __restrict__ x, int s0, int ns, int K, C* out) {
     typedef typename real_of<C>::type TR;
     constexpr int nb = M / R, ld = Row<M, S, C>::ld;
-    const int ss = K == 1 ? M : 1;
-    const bool pairs = pairs_aligned<M>(xb, K);
+    const bool pairs = pairs_aligned<M>(x, K);
+    const TI* xk = x + thread_series_base<S>(s0, K, M);
 #pragma unroll 1
     for (int e = threadIdx.x; e < S * nb; e += NT) {
         int s, j;
         work_item<S, LOGS, nb>(e, K, s, j);
-        const TI* xs = xb + (index_t)s * ss;
+        const TI* xs = K == 1 ? x + (index_t)(s0 + s) * M : xk;
         C v[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) {
@@ -394,11 +403,11 @@ FMV_DEV void first_pass_from_spectrum(const TI* __restrict__ Yb, const C* __rest
 // butterfly k of series s gives z[m] = (y[2m], y[2m+1]), m = k + r NS, of
 // which the samples below M are scaled, cast and stored.
 template <int R, int M, int S, int LOGS, int NT, typename TO, typename C>
-FMV_DEV void last_pass_to_global(const C* in, const C* __restrict__ twp, TO* yb, int ns, int K,
+FMV_DEV void last_pass_to_global(const C* in, const C* __restrict__ twp, TO* y, int s0, int ns, int K,
                                  typename real_of<C>::type scale) {
     constexpr int NS = M / R, ld = Row<M, S, C>::ld;
-    const int ss = K == 1 ? M : 1;
-    const bool pairs = pairs_aligned<M>(yb, K);
+    const bool pairs = pairs_aligned<M>(y, K);
+    TO* yk = y + thread_series_base<S>(s0, K, M);
 #pragma unroll 1
     for (int e = threadIdx.x; e < S * NS; e += NT) {
         int s, k;
@@ -409,7 +418,7 @@ FMV_DEV void last_pass_to_global(const C* in, const C* __restrict__ twp, TO* yb,
         for (int r = 0; r < R; ++r) v[r] = src[r * NS];
         twiddle_dft<R, 1, NS>(v, twp, k);
         if (s >= ns) continue;
-        TO* ys = yb + (index_t)s * ss;
+        TO* ys = K == 1 ? y + (index_t)(s0 + s) * M : yk;
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             const int t = 2 * (k + r * NS);
@@ -492,11 +501,11 @@ template <int M, int S, int LOGS, int NT, typename C, typename TO> struct ToSpec
 
 // The inverse's last step: last_pass_to_global.
 template <int M, int S, int LOGS, int NT, typename C, typename TO> struct ToSamples {
-    TO* __restrict__ yb;
-    int ns, K;
+    TO* __restrict__ y;
+    int s0, ns, K;
     typename real_of<C>::type scale;
     template <int R> FMV_DEV void run(const C* in, C*, const C* __restrict__ twp) const {
-        last_pass_to_global<R, M, S, LOGS, NT>(in, twp, yb, ns, K, scale);
+        last_pass_to_global<R, M, S, LOGS, NT>(in, twp, y, s0, ns, K, scale);
     }
 };
 
@@ -505,11 +514,6 @@ template <int M, int S, int LOGS, int NT, typename C, typename TO> struct ToSamp
 template <int THREADS, int NT> constexpr int blocks_of() { return THREADS / NT > 0 ? THREADS / NT : 1; }
 
 }  // namespace fmv
-
-// Series s of the block is s0 + sl; for K > 1, S divides K, so the S series
-// of a block share p = s0 / K and sample t of series sl is at
-// ((p * M + t) * K + k0 + sl), k0 = s0 % K.
-FMV_DEV index_t series_base(int s0, int K, int M) { return (index_t)(s0 / K) * M * K + s0 % K; }
 
 // Stages 1-2: X[f * B + s] = sum_{t < M} x_s[t] exp(-2 pi i f t / L), f = 0..M (TI -> TC arithmetic -> TO).
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int M, int... Rs>
@@ -522,7 +526,7 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<1024, NT>()) rfft_pad(const
     TC* buf1 = buf0 + S * ld;
     const int s0 = blockIdx.x * S;
     const int ns = fmv::min_(S, B - s0);
-    fmv::first_pass_from_global<Radices::first, M, S, LOGS, NT>(x + series_base(s0, K, M), ns, K, buf0);
+    fmv::first_pass_from_global<Radices::first, M, S, LOGS, NT>(x, s0, ns, K, buf0);
     Radices::template rest<-1, M, S, NT, TC>::run(buf0, buf1, twp,
                                                   fmv::ToSpectrum<M, S, LOGS, NT, TC, TO>{twl, X + s0, ns, B});
 }
@@ -544,7 +548,7 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 10
     const int ns = fmv::min_(S, B - s0);
     fmv::first_pass_from_spectrum<Radices::first, M, S, LOGS, NT>(Y + s0, twl, ns, B, buf0);
     Radices::template rest<1, M, S, NT, TC>::run(
-        buf0, buf1, twp, fmv::ToSamples<M, S, LOGS, NT, TC, TO>{y + series_base(s0, K, M), ns, K, scale});
+        buf0, buf1, twp, fmv::ToSamples<M, S, LOGS, NT, TC, TO>{y, s0, ns, K, scale});
 }
 
 #ifdef FFTMATVEC_INSTANTIATE

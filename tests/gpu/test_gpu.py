@@ -606,17 +606,18 @@ def test_fused_transforms_series_per_block(gpu, nt, S):
     """The fused transforms with S series per block (the lanes of a pair in
     native/fft.cu's PairItem are S apart; the other tests' few series take
     S = 1): S forced through the shared-memory target and the multiprocessor
-    count, a partial last block, K = 1 and K = 16, 32 and 512 threads."""
+    count, a partial last block, K = 1, 16 and odd K (a block's series then
+    belong to more than one parameter), 32 and 512 threads."""
     from fftmatvec.backend.gpu import fused_row_stride
 
     rng = np.random.default_rng()
     saved = gpu.sm_count, gpu.fused_smem_target, gpu.fused_threads
     try:
-        for n, K in ((2 * S + 3, 1), (3, 16)):
+        for n, K in ((2 * S + 3, 1), (3, 16), (11, 3), (5, 7)):
             for tin, tfft in ((np.float64, np.float64), (np.float64, np.float32)):
                 cplx = np.dtype(np.result_type(tfft, np.complex64))
                 smem = 2 * S * fused_row_stride(nt, S, cplx.itemsize) * cplx.itemsize
-                if smem > gpu.smem_limit or (K > 1 and K % S):
+                if smem > gpu.smem_limit:
                     continue
                 for threads in (32, 512):
                     gpu.sm_count, gpu.fused_smem_target, gpu.fused_threads = 1, 2 * S * (nt + 1) * cplx.itemsize, threads

@@ -794,14 +794,16 @@ class GPUBackend(Backend):
         radices = fft_radices(M)
         per_series = 2 * (M + 1) * ctype.itemsize  # two ping-pong buffers
         if radices is not None and per_series <= self.smem_limit:
-            # series per block: a power of two (dividing K when K > 1: the block's series then share one
-            # parameter), within the shared-memory target, small enough for two blocks per multiprocessor
-            # (1000 series of Nt = 500 in float32: 6.3 us with S = 4 against 8.0-8.5 with S = 8,
-            # benchmarks/results/h200-probe-fftvar.jsonl), and at most 16: the two lanes of a pair in
-            # native/fft.cu's PairItem, e and e ^ S, must be in one group of 32
+            # series per block: a power of two within the shared-memory target, small enough for two blocks
+            # per multiprocessor (1000 series of Nt = 500 in float32: 6.3 us with S = 4 against 8.0-8.5 with
+            # S = 8, benchmarks/results/h200-probe-fftvar.jsonl), and at most 16: the two lanes of a pair in
+            # native/fft.cu's PairItem, e and e ^ S, must be in one group of 32.  With K > 1 a block's series
+            # may belong to more than one parameter: with one series a block for odd K (stop 16) the forward
+            # transform of 5000 x 3 series took 373 us, now 124 us (5000 x 4: 158 us;
+            # benchmarks/results/h200-kodd-device-times-{before-,}stop17.txt)
             S = 1
             while (2 * S * per_series <= max(self.fused_smem_target, per_series) and 2 * S <= 16
-                   and S < -(-B // (2 * self.sm_count)) and (K == 1 or K % (2 * S) == 0)):
+                   and S < -(-B // (2 * self.sm_count))):
                 S *= 2
             threads = self.fused_threads or int(min(512, max(32, 32 * -(-(S * M) // 64))))
             inverse_threads = threads
