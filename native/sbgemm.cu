@@ -396,7 +396,7 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
 // Launch: blockDim.x = 32 MT P <= MAXT, gridDim.x = nf * S, gridDim.y = ceil(K / KB),
 // dynamic shared memory max(NS (nd AS + BK XS) 8, (P - 1) 32 MT KB 4) bytes,
 // AS = BK + 4, XS = KB + 4 (complex64 strides: the lanes of a load in distinct banks).
-// Needs compute capability 8.0 (cvt.rna.tf32, TF32 mma).
+// Needs compute capability 8.0 (TF32 mma.sync).
 // ---------------------------------------------------------------------------
 namespace fmv {
 
@@ -502,11 +502,11 @@ sbgemm_tc(const float2* __restrict__ A, const float2* __restrict__ X, float2* __
         for (int u = 0; u < BK / (4 * P); ++u) {
             const int j = 4 * (ph + u * P) + t;
             const float2 p = ab[r0 + j], q = ab[r1 + j];
-            unsigned ab_[4], as_[4];
-            fmv::tf32_split(p.x, ab_[0], as_[0]);
-            fmv::tf32_split(q.x, ab_[1], as_[1]);
-            fmv::tf32_split(p.y, ab_[2], as_[2]);
-            fmv::tf32_split(q.y, ab_[3], as_[3]);
+            unsigned abig[4], asmall[4];
+            fmv::tf32_split(p.x, abig[0], asmall[0]);
+            fmv::tf32_split(q.x, abig[1], asmall[1]);
+            fmv::tf32_split(p.y, abig[2], asmall[2]);
+            fmv::tf32_split(q.y, abig[3], asmall[3]);
 #pragma unroll
             for (int h = 0; h < NH; ++h) {
                 const float2 v = xb[j * XS + 8 * h];
@@ -514,12 +514,12 @@ sbgemm_tc(const float2* __restrict__ A, const float2* __restrict__ X, float2* __
                 fmv::tf32_split(v.x, rb, rs);
                 fmv::tf32_split(v.y, ib, is);
                 const unsigned nib = ib ^ 0x80000000u, nis = is ^ 0x80000000u;  // -Xi
-                fmv::mma_tf32(part[h], ab_, rs, nis);
-                fmv::mma_tf32(part[NH + h], ab_, is, rs);
-                fmv::mma_tf32(part[h], as_, rb, nib);
-                fmv::mma_tf32(part[NH + h], as_, ib, rb);
-                fmv::mma_tf32(part[h], ab_, rb, nib);
-                fmv::mma_tf32(part[NH + h], ab_, ib, rb);
+                fmv::mma_tf32(part[h], abig, rs, nis);
+                fmv::mma_tf32(part[NH + h], abig, is, rs);
+                fmv::mma_tf32(part[h], asmall, rb, nib);
+                fmv::mma_tf32(part[NH + h], asmall, ib, rb);
+                fmv::mma_tf32(part[h], abig, rb, nib);
+                fmv::mma_tf32(part[NH + h], abig, ib, rb);
             }
         }
 #pragma unroll
@@ -554,7 +554,8 @@ sbgemm_tc(const float2* __restrict__ A, const float2* __restrict__ X, float2* __
 #pragma unroll
             for (int e = 0; e < 4; ++e) {  // fragment element e: row g (+8 for e >= 2), column 2t + (e & 1)
                 const int i = 16 * mt + g + 8 * (e >> 1), k = 8 * h + 2 * t + (e & 1);
-                if (i < nd && k < kn) ys[((index_t)f * nd + i) * K + k0 + k] = fmv::cmake<float2>(sum[h][e], sum[NH + h][e]);
+                if (i < nd && k < kn)
+                    ys[((index_t)f * nd + i) * K + k0 + k] = fmv::cmake<float2>(sum[h][e], sum[NH + h][e]);
             }
     }
 }
