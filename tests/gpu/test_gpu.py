@@ -402,6 +402,11 @@ def test_sbgemv_kernel_tails(gpu, native_gpu, rng, ta, tx, adjoint, which):
                 assert rel_err(got, ref) < tol * np.sqrt(nm if not adjoint else nd), (nm, nd, K)
 
 
+def gemm_kernels_taken(be) -> set:
+    """Names of the native/sbgemm.cu kernels in the backend's cached launches."""
+    return {cfg[6] for key, cfg in be._launch.items() if key[0] == "gemm"}
+
+
 @pytest.mark.parametrize(
     "ta,tx", [(np.complex128, np.complex128), (np.complex64, np.complex64), (np.complex64, np.complex128),
               (np.complex128, np.complex64)], ids=["zz", "cc", "cz", "zc"])
@@ -439,7 +444,7 @@ def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
                 assert rel_err(got, ref) < tol * np.sqrt(nm), (nf, nd, nm, K, S, rows)
                 if S == 3:  # the forced splits were taken, not a launch cached before
                     assert ((3,) + out.shape, np.dtype(ta), "sbgemm-splits") in be._scratch
-                taken = {cfg[6] for key, cfg in be._launch.items() if key[0] == "gemm"}
+                taken = gemm_kernels_taken(be)
                 assert ("sbgemm_tc" in taken) == tc_taken, (nf, nd, nm, K, kind, taken)
     finally:
         be.gemm_splits = None
@@ -476,7 +481,7 @@ def test_sbgemm_tc_accuracy(gemm_gpu, rng):
             be._launch.clear()
             out = cupy.empty((nf, nd, K), np.complex64)
             be.sbgemv(cupy.asarray(A), cupy.asarray(x), out, adjoint=False)
-            assert {cfg[6] for key, cfg in be._launch.items() if key[0] == "gemm"} == {kind}
+            assert gemm_kernels_taken(be) == {kind}
             errs[kind] = rel_err(out.get(), ref)
     finally:
         be.gemm_tensor = tensor
