@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 from typing import Any, Callable, TypeVar
 
@@ -107,6 +108,9 @@ def _abort(comm: Any, exc: BaseException) -> None:
             sys.stderr.write("".join(f"[rank {r}] {line}" for chunk in lines for line in chunk.splitlines(True)))
         sys.stderr.write(f"fftmatvec: aborting all ranks (rank {r} failed)\n")
         sys.stderr.flush()
+        # the launcher forwards this rank's stderr through a pipe, and an abort can kill the forwarding
+        # before it is drained (MPICH's mpiexec dropped the whole message in about 1 run of 12)
+        time.sleep(0.2)
     finally:
         comm.Abort(1)
         # MPI_Abort may return before the launcher kills us (MPICH does):
