@@ -34,7 +34,7 @@
 // Measured on an H200 (docs/benchmarks.md): 1.5-2.0x the memory floor for
 // K = 3-8 in complex64; with K = 16 it is bound by L1 traffic (32-byte row
 // pieces of A per load, shared-memory reads of X), 3.7x, where sbgemm_staged
-// takes 2.05x and sbgemm_tc 1.7x.
+// takes 2.05x and sbgemm_tc 1.6x.
 // ---------------------------------------------------------------------------
 #include "fftmatvec_common.cuh"
 
@@ -60,6 +60,65 @@ FMV_DEV void lds_pair(const double2* p, double2& a, double2& b) {
     a = p[0];
     b = p[1];
 }
+
+// The asynchronous copies of one chunk of BK columns of A (rows < nd) and of
+// X into a stage of shared memory (row strides AS and XS), for thread tid of
+// nthreads: VA columns of A's rows arow, arow + RP, ... and VX right-hand
+// sides of X's rows xj, xj + XR, ... (RP = nthreads / (BK / VA), XR =
+// nthreads / (KB / VX)).  A thread copies the same rows and columns of every
+// chunk, so its addresses are worked out once, a chunk adds a constant and the
+// sources step by a 64-bit stride (with 32-bit row offsets recomputed per
+// copy, sbgemm_tc took 1.94 against 1.72x the floor).  Columns past jend are
+// zero-filled: such a copy reads nothing and keeps pointing at row 0.
+template <typename TA, int BK, int KB, int VA, int VX, int AS, int XS> struct ChunkCopies {
+    static constexpr int CPR = BK / VA;  // copies per row of a chunk of A
+    static constexpr int XPR = KB / VX;  // copies per row of a chunk of X
+    const TA *af, *xf, *asrc, *xsrc;
+    index_t astep, xstep, xchunk;
+    int jbeg, acol, arows, adst, RPS, xj, XR, xrows, xdst, XRS;
+    bool xok;
+
+    // af: row 0 of A's frequency (row stride nm), xf: X[f, 0, k0] (row stride K), kn right-hand sides kept
+    FMV_DEV ChunkCopies(const TA* af_, const TA* xf_, int nd, int nm, int K, int kn, int jbeg_, int tid,
+                        int nthreads)
+        : af(af_), xf(xf_), jbeg(jbeg_) {
+        const int RP = nthreads / CPR, arow = tid / CPR;
+        acol = tid % CPR * VA;
+        arows = arow < nd ? (nd - arow + RP - 1) / RP : 0;
+        asrc = af + (index_t)arow * nm + jbeg + acol;
+        astep = (index_t)RP * nm;
+        adst = arow * AS + acol;
+        RPS = RP * AS;
+        XR = nthreads / XPR;
+        xj = tid / XPR;
+        const int xk = tid % XPR * VX;
+        xrows = xj < BK ? (BK - xj + XR - 1) / XR : 0;
+        xok = xk < kn;
+        xsrc = xf + (index_t)(jbeg + xj) * K + xk;
+        xstep = (index_t)XR * K;
+        xchunk = (index_t)BK * K;
+        xdst = xj * XS + xk;
+        XRS = XR * XS;
+    }
+
+    // chunk c (columns jbeg + c BK ..) into the stage buffers ab [rows][AS] and xb [BK][XS]
+    FMV_DEV void issue(int c, int jend, TA* ab, TA* xb) const {
+        const int j0 = jbeg + c * BK;
+        const bool last = j0 + BK > jend;
+        const bool colok = !last || j0 + acol < jend;
+        const TA* src = colok ? asrc + c * BK : af;
+        const index_t step = colok ? astep : 0;
+        ab += adst;
+#pragma unroll 4
+        for (int q = 0; q < arows; ++q, src += step, ab += RPS) cp_async<VA * (int)sizeof(TA)>(ab, src, colok);
+        const TA* xsc = xsrc + c * xchunk;
+        xb += xdst;
+        for (int q = 0; q < xrows; ++q, xsc += xstep, xb += XRS) {
+            const bool ok = xok && (!last || j0 + xj + q * XR < jend);
+            cp_async<VX * (int)sizeof(TA)>(xb, ok ? xsc : xf, ok);
+        }
+    }
+};
 
 }  // namespace fmv
 
@@ -218,9 +277,8 @@ sbgemm_fwd(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ 
 // 3M products as in sbgemm_fwd; Ar + Ai and Xr + Xi are formed per use.
 // A is copied VA elements at a time (VA = 2: 16-byte copies of complex64
 // pairs; nm, the split width and A's address even), X VX at a time (VX = 2:
-// K even, X's address 16-byte aligned).  Each thread's copies keep the same
-// rows and columns of every chunk, so their addresses are worked out once and
-// a chunk adds a constant; only the last chunk of a split checks its columns.
+// K even, X's address 16-byte aligned), by ChunkCopies; only the last chunk
+// of a split checks its columns.
 // MINB: blocks per multiprocessor the registers are capped for.
 // Launch: blockDim.x = 256 >= 4 RG, gridDim.x = nf * S, gridDim.y = ceil(K / KB),
 // dynamic shared memory max(NS (RG TM AS + BK XS) sizeof(TA), (P - 1) 4 RG TM TN 2 sizeof(real)),
@@ -234,11 +292,7 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
     constexpr int KB = 4 * TN;
     constexpr int AS = BK + 16 / (int)sizeof(TA);
     constexpr int XS = KB + 16 / (int)sizeof(TA);
-    constexpr int CPR = BK / VA;            // copies per row of a chunk of A
-    constexpr int RP = 256 / CPR;           // rows of A copied per pass of the block
-    constexpr int XPR = KB / VX;            // copies per row of a chunk of X
-    constexpr int XC = BK * XPR / 256;      // copies of X per thread and chunk
-    static_assert(BK % 2 == 0 && TN % 2 == 0 && NS >= 2 && 256 % CPR == 0 && (BK * XPR) % 256 == 0, "tile");
+    static_assert(BK % 2 == 0 && TN % 2 == 0 && NS >= 2 && 256 % (BK / VA) == 0 && KB % VX == 0, "tile");
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     const int RG = (nd + TM - 1) / TM;
     const int rows = RG * TM;
@@ -255,35 +309,10 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
     const TA* af = A + (index_t)f * lda * nm;
     const TA* xf = X + (index_t)f * nm * K + k0;
 
-    // copies of A: thread t takes VA columns (ccol) of rows crow, crow + RP, ... below nd (rows nd .. rows - 1
-    // of the tile are never read into a kept sum); copies of X: VX right-hand sides (xk) of rows xj + 256 q / XPR
-    const int ccol = tid % CPR, crow = tid / CPR;
-    const int arows = crow < nd ? (nd - crow + RP - 1) / RP : 0;
-    const TA* asrc = af + (index_t)crow * nm + jbeg + ccol * VA;
-    const int adst = crow * AS + ccol * VA;
-    const int xj = tid / XPR, xk = tid % XPR * VX;
-    const bool xok = xk < kn;
-    const TA* xsrc = xf + (index_t)(jbeg + xj) * K + xk;
-    const int xdst = xj * XS + xk;
+    // rows nd .. rows - 1 of the tile are never read into a kept sum, so never copied
+    const fmv::ChunkCopies<TA, BK, KB, VA, VX, AS, XS> copies(af, xf, nd, nm, K, kn, jbeg, tid, 256);
     auto issue = [&](int c) {
-        if (c < nchunks) {
-            const int j0 = jbeg + c * BK;
-            const bool last = j0 + BK > jend;  // columns past jend are zero-filled
-            TA* ab = as + (c % NS) * rows * AS + adst;
-            const TA* src = asrc + c * BK;
-            const bool colok = !last || j0 + ccol * VA < jend;
-            for (int q = 0; q < arows; ++q)
-                fmv::cp_async<VA * (int)sizeof(TA)>(ab + q * RP * AS, colok ? src + (index_t)q * RP * nm : af, colok);
-            TA* xb = xs + (c % NS) * BK * XS + xdst;
-            const TA* xsc = xsrc + (index_t)c * BK * K;
-#pragma unroll
-            for (int q = 0; q < XC; ++q) {
-                const int jj = xj + q * (256 / XPR);
-                const bool ok = xok && (!last || j0 + jj < jend);
-                fmv::cp_async<VX * (int)sizeof(TA)>(xb + q * (256 / XPR) * XS,
-                                                    ok ? xsc + (index_t)q * (256 / XPR) * K : xf, ok);
-            }
-        }
+        if (c < nchunks) copies.issue(c, jend, as + (c % NS) * rows * AS, xs + (c % NS) * BK * XS);
         fmv::cp_async_commit();
     };
 
@@ -371,21 +400,22 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
 #ifndef FMV_HIP
 // ---------------------------------------------------------------------------
 // Forward product in complex64 on the tensor cores (3xTF32), KB = 8 or 16
-// right-hand sides a block.  The complex product is a real one: row i of A
-// read as floats [Ar Ai Ar Ai ...] times the real matrix whose two rows for
-// column j are [Xr | Xi] (against Ar) and [-Xi | Xr] (against Ai), so
-// output columns 0 .. KB-1 are Re Y and KB .. 2 KB-1 are Im Y.
+// right-hand sides a block, in the 3M form of sbgemm_fwd: three real products
+// T1 = Ar Xr, T2 = Ai Xi and T3 = (Ar + Ai)(Xr + Xi), Re Y = T1 - T2 and
+// Im Y = T3 - T1 - T2, so three tensor-core products where the complex
+// product as one real product of twice the size takes four.
 // mma.sync.m16n8k8 (TF32 in, float32 sums): a k-step is complex columns
-// j0 .. j0 + 3, its k slot t the Ar of column j0 + t and slot t + 4 its Ai, so
-// a lane's two values of a row of A are one complex64 in shared memory, and
-// one complex64 X[j][k] gives a lane its values for the Re and the Im tile.
+// j0 .. j0 + 7, k slot t column j0 + t and slot t + 4 column j0 + t + 4, so a
+// lane's values of A for its two rows are four complex64 in shared memory
+// (real parts, imaginary parts and their sums make the three A fragments), and
+// two complex64 of X make its B fragments of the three products.
 // 3xTF32: each float v = big + small, big = tf32(v), small = v - big; a
 // product sums big*small, small*big and big*big, and drops small*small
 // (2^-21 relative).  The tensor core's float32 sums lose a little on every
 // addition, in one direction (measured: an error growing with the number of
 // columns, 2.4e-5 at 10000 against float32's 2e-6), so its sums start from
-// zero each chunk and are added to the kept sums in float32 arithmetic:
-// about float32's accuracy.
+// zero each chunk and are added to the kept Re Y and Im Y in float32
+// arithmetic: about float32's accuracy.
 // Block (f, column split) as in sbgemm_staged, blockIdx.y the chunk of KB
 // right-hand sides, chunks of BK columns of A (rows < nd) and of X copied in
 // by cp.async, NS deep.  Warp w takes rows 16 (w % MT) .. + 15 (MT =
@@ -425,9 +455,8 @@ sbgemm_tc(const float2* __restrict__ A, const float2* __restrict__ X, float2* __
     constexpr int NH = KB / 8;           // tiles of 8 output columns per half (Re, Im)
     constexpr int AS = BK + 4;
     constexpr int XS = KB + 4;
-    constexpr int CPR = BK / VA;         // copies per row of a chunk of A
-    constexpr int XPR = KB / VX;         // copies per row of a chunk of X
-    static_assert((KB == 8 || KB == 16) && BK % 16 == 0 && (BK / 4) % P == 0 && 32 % CPR == 0 && NS >= 2, "tile");
+    static_assert((KB == 8 || KB == 16) && BK % 16 == 0 && (BK / 8) % P == 0 && 32 % (BK / VA) == 0 && NS >= 2,
+                  "tile");
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     float2* as = reinterpret_cast<float2*>(fmv_smem);  // [NS][nd][AS]
     float2* xs = as + NS * nd * AS;                    // [NS][BK][XS]
@@ -444,37 +473,9 @@ sbgemm_tc(const float2* __restrict__ A, const float2* __restrict__ X, float2* __
     const float2* af = A + (index_t)f * lda * nm;
     const float2* xf = X + (index_t)f * nm * K + k0;
 
-    // copies as in sbgemm_staged, with RP = nthreads / CPR rows of A and XR rows of X per pass
-    // (the source steps by a 64-bit stride; a zero-filled copy reads nothing and keeps pointing at row 0)
-    const int RP = nthreads / CPR, XR = nthreads / XPR;
-    const int ccol = tid % CPR, crow = tid / CPR;
-    const int arows = crow < nd ? (nd - crow + RP - 1) / RP : 0;
-    const float2* asrc = af + (index_t)crow * nm + jbeg + ccol * VA;
-    const index_t astep = (index_t)RP * nm;
-    const int adst = crow * AS + ccol * VA;
-    const int xj = tid / XPR, xk = tid % XPR * VX;
-    const int xrows = xj < BK ? (BK - xj + XR - 1) / XR : 0;
-    const bool xok = xk < kn;
-    const float2* xsrc = xf + (index_t)(jbeg + xj) * K + xk;
-    const index_t xstep = (index_t)XR * K;
-    const int xdst = xj * XS + xk;
+    const fmv::ChunkCopies<float2, BK, KB, VA, VX, AS, XS> copies(af, xf, nd, nm, K, kn, jbeg, tid, nthreads);
     auto issue = [&](int c) {
-        if (c < nchunks) {
-            const int j0 = jbeg + c * BK;
-            const bool last = j0 + BK > jend;  // columns past jend are zero-filled
-            float2* ab = as + (c % NS) * nd * AS + adst;
-            const bool colok = !last || j0 + ccol * VA < jend;
-            const float2* src = colok ? asrc + c * BK : af;
-            const index_t step = colok ? astep : 0;
-#pragma unroll 4
-            for (int q = 0; q < arows; ++q, src += step, ab += RP * AS) fmv::cp_async<VA * 8>(ab, src, colok);
-            float2* xb = xs + (c % NS) * BK * XS + xdst;
-            const float2* xsc = xsrc + (index_t)c * BK * K;
-            for (int q = 0; q < xrows; ++q, xsc += xstep, xb += XR * XS) {
-                const bool ok = xok && (!last || j0 + xj + q * XR < jend);
-                fmv::cp_async<VX * 8>(xb, ok ? xsc : xf, ok);
-            }
-        }
+        if (c < nchunks) copies.issue(c, jend, as + (c % NS) * nd * AS, xs + (c % NS) * BK * XS);
         fmv::cp_async_commit();
     };
 
@@ -493,39 +494,51 @@ sbgemm_tc(const float2* __restrict__ A, const float2* __restrict__ X, float2* __
         issue(c + NS - 1);
         const float2* ab = as + (c % NS) * nd * AS;
         const float2* xb = xs + (c % NS) * BK * XS + g;
-        float part[2 * NH][4];  // this chunk's sums, in the tensor core
+        float part[3 * NH][4];  // this chunk's T1 (tiles h < NH), T2 (NH + h) and T3 (2 NH + h), in the tensor core
 #pragma unroll
-        for (int n = 0; n < 2 * NH; ++n)
+        for (int n = 0; n < 3 * NH; ++n)
 #pragma unroll
             for (int e = 0; e < 4; ++e) part[n][e] = 0.f;
 #pragma unroll
-        for (int u = 0; u < BK / (4 * P); ++u) {
-            const int j = 4 * (ph + u * P) + t;
-            const float2 p = ab[r0 + j], q = ab[r1 + j];
-            unsigned abig[4], asmall[4];
-            fmv::tf32_split(p.x, abig[0], asmall[0]);
-            fmv::tf32_split(q.x, abig[1], asmall[1]);
-            fmv::tf32_split(p.y, abig[2], asmall[2]);
-            fmv::tf32_split(q.y, abig[3], asmall[3]);
+        for (int u = 0; u < BK / (8 * P); ++u) {
+            const int j = 8 * (ph + u * P) + t;
+            // fragment element e: row g (+8 for odd e), column j (+4 for e >= 2)
+            const float2 a[4] = {ab[r0 + j], ab[r1 + j], ab[r0 + j + 4], ab[r1 + j + 4]};
+            unsigned rbig[4], rsmall[4], ibig[4], ismall[4], sbig[4], ssmall[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                fmv::tf32_split(a[e].x, rbig[e], rsmall[e]);
+                fmv::tf32_split(a[e].y, ibig[e], ismall[e]);
+                fmv::tf32_split(a[e].x + a[e].y, sbig[e], ssmall[e]);
+            }
 #pragma unroll
             for (int h = 0; h < NH; ++h) {
-                const float2 v = xb[j * XS + 8 * h];
-                unsigned rb, rs, ib, is;
-                fmv::tf32_split(v.x, rb, rs);
-                fmv::tf32_split(v.y, ib, is);
-                const unsigned nib = ib ^ 0x80000000u, nis = is ^ 0x80000000u;  // -Xi
-                fmv::mma_tf32(part[h], abig, rs, nis);
-                fmv::mma_tf32(part[NH + h], abig, is, rs);
-                fmv::mma_tf32(part[h], asmall, rb, nib);
-                fmv::mma_tf32(part[NH + h], asmall, ib, rb);
-                fmv::mma_tf32(part[h], abig, rb, nib);
-                fmv::mma_tf32(part[NH + h], abig, ib, rb);
+                const float2 v0 = xb[j * XS + 8 * h], v1 = xb[(j + 4) * XS + 8 * h];
+                unsigned rb0, rs0, rb1, rs1, ib0, is0, ib1, is1, sb0, ss0, sb1, ss1;
+                fmv::tf32_split(v0.x, rb0, rs0);
+                fmv::tf32_split(v1.x, rb1, rs1);
+                fmv::tf32_split(v0.y, ib0, is0);
+                fmv::tf32_split(v1.y, ib1, is1);
+                fmv::tf32_split(v0.x + v0.y, sb0, ss0);
+                fmv::tf32_split(v1.x + v1.y, sb1, ss1);
+                fmv::mma_tf32(part[h], rbig, rs0, rs1);
+                fmv::mma_tf32(part[NH + h], ibig, is0, is1);
+                fmv::mma_tf32(part[2 * NH + h], sbig, ss0, ss1);
+                fmv::mma_tf32(part[h], rsmall, rb0, rb1);
+                fmv::mma_tf32(part[NH + h], ismall, ib0, ib1);
+                fmv::mma_tf32(part[2 * NH + h], ssmall, sb0, sb1);
+                fmv::mma_tf32(part[h], rbig, rb0, rb1);
+                fmv::mma_tf32(part[NH + h], ibig, ib0, ib1);
+                fmv::mma_tf32(part[2 * NH + h], sbig, sb0, sb1);
             }
         }
 #pragma unroll
-        for (int n = 0; n < 2 * NH; ++n)
+        for (int h = 0; h < NH; ++h)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) sum[n][e] += part[n][e];
+            for (int e = 0; e < 4; ++e) {
+                sum[h][e] += part[h][e] - part[NH + h][e];
+                sum[NH + h][e] += part[2 * NH + h][e] - part[h][e] - part[NH + h][e];
+            }
     }
     fmv::cp_async_wait<0>();
     __syncthreads();

@@ -299,7 +299,7 @@ class GPUBackend(Backend):
         self.blas_min_k = {(c64, False): 17, (c64, True): 9, (c128, False): 3, (c128, True): 9}
         # forward products with gemm_min_k <= K < blas_min_k take native/sbgemm.cu, the others of
         # fewer right-hand sides the one-column kernels; complex64 K = 3-16: sbgemm_tc on the tensor
-        # cores (benchmarks/results/h200-probe-gemmvar-stop17.jsonl: 1.22x the floor at K = 8, 1.65x at
+        # cores (benchmarks/results/h200-gemm-ab-stop18.jsonl: 1.18x the floor at K = 8, 1.61x at
         # K = 16), without them sbgemm_fwd for K = 3-8 (1.48-1.99x, against 1.96-2.05x for the
         # one-column kernels and 3.7x for cuBLAS) and sbgemm_staged for K = 9-16 (2.05x);
         # complex128: none (cuBLAS is faster from K = 3)
@@ -1064,7 +1064,7 @@ class GPUBackend(Backend):
             BK, NS, MINB = tensor
             KB = 8 if K <= 8 else 16  # fewer right-hand sides are zero columns: the same time as 8
             MT = -(-nd // 16)
-            P = max(1, min(4, 8 // MT, BK // 4))  # phases of the k-steps: about 8 warps a block
+            P = max(1, min(4, 8 // MT, BK // 8))  # phases of the k-steps: about 8 warps a block
             smem = max(NS * (nd * (BK + 4) + BK * (KB + 4)) * ta.itemsize, (P - 1) * 32 * MT * KB * 4)
             if smem <= self.smem_limit:
                 VA = 2 if aligned and nm % 2 == 0 else 1
