@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 
 import numpy as np
 
+from ab_sources import use_revisions
 from gpu_probe import device_times
 
 CASES = [  # (series, K, real type, complex type, Nt)
@@ -30,17 +30,6 @@ CASES = [  # (series, K, real type, complex type, Nt)
 ]
 
 
-def source_at(rev: str, name: str) -> str:
-    """native/name at git revision rev, local includes expanded (from the same revision)."""
-    from fftmatvec.backend.kernels import expand_includes
-
-    def read(fname: str) -> str:
-        return subprocess.run(["git", "show", f"{rev}:native/{fname}"], check=True, capture_output=True,
-                              text=True).stdout
-
-    return expand_includes(name, read)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rev", action="append", default=[], help="git revision to compare (repeatable)")
@@ -49,17 +38,9 @@ def main() -> int:
 
     import cupy as cp
 
-    import fftmatvec.backend.kernels as kernels
     from fftmatvec.backend.gpu import GPUBackend
 
-    # "fft.cu@REV" names the file at REV: its own NVRTC modules, compiled from git's text
-    sources = {f"fft.cu@{rev}": source_at(rev, "fft.cu") for rev in args.rev}
-    tree_source, tree_kernel = kernels.source, kernels.kernel
-    active = {"variant": "tree"}
-    kernels.source = lambda fname: sources[fname] if fname in sources else tree_source(fname)
-    kernels.kernel = lambda fname, name, *targs: tree_kernel(
-        f"fft.cu@{active['variant']}" if fname == "fft.cu" and active["variant"] != "tree" else fname, name, *targs)
-
+    select = use_revisions("fft.cu", args.rev)
     be = GPUBackend()
     rng = np.random.default_rng(7)
     with open(args.out, "a") as out:
@@ -71,7 +52,7 @@ def main() -> int:
             fft_real = np.float32 if cplx == np.complex64 else np.float64
             ref = np.fft.rfft(x_host.astype(np.float64), n=2 * nt, axis=1).transpose(1, 0, 2)
             for variant in ["tree"] + args.rev:
-                active["variant"] = variant
+                select(variant)
                 be._fused.clear()
                 be.pad_rfft(x, x_hat)
                 err_rfft = float(np.abs(x_hat.get() - ref).max() / np.abs(ref).max())

@@ -78,6 +78,23 @@ for step in "$@"; do
         > "$OUT/probe.log" 2>&1
       echo "probe rc=$?"
       python3 benchmarks/gpu_summary.py "$OUT/h200-probe-graph.jsonl" ;;
+    ncu-fft)  # what bounds the fused transforms: shared-memory wavefronts and bank conflicts, stalls, issue
+      m=l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum
+      m=$m,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum
+      m=$m,smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum
+      m=$m,l1tex__throughput.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed
+      m=$m,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum
+      m=$m,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum
+      m=$m,sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active
+      for r in barrier short_scoreboard mio_throttle long_scoreboard lg_throttle; do
+        m=$m,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio
+      done
+      for spec in "5000 1000 1 float64" "5000 1000 1 float32" "1000 1000 16 float64" "1000 1000 16 float32"; do
+        echo "=== $spec"
+        timeout 100 ncu --metrics $m -k regex:"rfft_pad|irfft_unpad" -c 2 python3 benchmarks/fused_fft_run.py $spec 2 2>&1 \
+          | grep -v "^==PROF==\|WARNING"
+      done > "$OUT/ncu-fft.txt" 2>&1
+      echo "ncu-fft rc=$?"; grep -E "===|duration" "$OUT/ncu-fft.txt" ;;
     bench)
       timeout ${BENCH_TIMEOUT:-400} bash benchmarks/gpu_bench_targets.sh "$OUT/h200-bench.jsonl" > "$OUT/bench.log" 2>&1
       echo "bench rc=$?"; python3 benchmarks/gpu_summary.py "$OUT/h200-bench.jsonl" ;;

@@ -1,0 +1,40 @@
+"""Kernels of one file of native/ at other git revisions, beside the working
+tree's, in one process: the A/B comparisons (``fft_ab.py``, ``gemm_ab.py``)
+time each revision's kernels with the working tree's launch set-up, on the
+same machine and data."""
+from __future__ import annotations
+
+import subprocess
+from typing import Callable
+
+
+def source_at(rev: str, name: str) -> str:
+    """native/name at git revision rev, local includes expanded (from the same revision)."""
+    from fftmatvec.backend.kernels import expand_includes
+
+    def read(fname: str) -> str:
+        return subprocess.run(["git", "show", f"{rev}:native/{fname}"], check=True, capture_output=True,
+                              text=True).stdout
+
+    return expand_includes(name, read)
+
+
+def use_revisions(name: str, revs: list[str]) -> Callable[[str], None]:
+    """Let ``fftmatvec.backend.kernels`` build ``name``'s kernels from git
+    revisions; returns ``select(variant)``: ``"tree"`` (the working tree) or
+    one of ``revs`` for the kernels of ``name`` built from then on.  Each
+    revision's text is its own NVRTC source (``name@rev``), so the variants'
+    modules do not share a cache entry."""
+    import fftmatvec.backend.kernels as kernels
+
+    sources = {f"{name}@{rev}": source_at(rev, name) for rev in revs}
+    tree_source, tree_kernel = kernels.source, kernels.kernel
+    active = {"variant": "tree"}
+    kernels.source = lambda fname: sources[fname] if fname in sources else tree_source(fname)
+    kernels.kernel = lambda fname, kname, *targs: tree_kernel(
+        f"{name}@{active['variant']}" if fname == name and active["variant"] != "tree" else fname, kname, *targs)
+
+    def select(variant: str) -> None:
+        active["variant"] = variant
+
+    return select

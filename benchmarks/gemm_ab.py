@@ -1,0 +1,71 @@
+"""The products with several right-hand sides of native/sbgemm.cu in the
+working tree against the same file at other git revisions: device time
+(CUPTI, through PyTorch's profiler) of the forward product the backend
+chooses, x the floor (``Fhat``'s bytes over the copy bandwidth measured in
+the same run), and the error against float64 on six frequencies, at the big
+size in complex64, on one GPU.
+
+    python benchmarks/gemm_ab.py --rev 638d20c --out benchmarks/results/h200-gemm-ab.jsonl
+
+One JSON line per variant and ``K``: ``variant`` (``tree`` or the
+revision), ``kernel`` (the kernel the backend took), ``time_us``,
+``floor_ratio``, ``rel_err`` and ``copy_Bps``.  The launch set-up is the
+working tree's (``GPUBackend._gemm_config``) for every variant.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from ab_sources import use_revisions
+from gpu_probe import device_times
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rev", action="append", default=[], help="git revision to compare (repeatable)")
+    ap.add_argument("--K", default="4,8,12,16", help="right-hand sides, comma-separated")
+    ap.add_argument("--size", default="1001,100,5000", help="Nf,Nd,Nm")
+    ap.add_argument("--out", required=True, help="JSON lines appended here")
+    args = ap.parse_args()
+
+    import cupy as cp
+
+    from fftmatvec.backend.gpu import GPUBackend
+
+    select = use_revisions("sbgemm.cu", args.rev)
+    be = GPUBackend()
+    bw = be.copy_bandwidth()
+    nf, nd, nm = (int(v) for v in args.size.split(","))
+    rng = cp.random.default_rng(7)
+
+    def rand(shape):
+        re, im = (rng.standard_normal(shape, dtype=np.float32) for _ in range(2))
+        return (re + 1j * im).astype(np.complex64)
+
+    A = rand((nf, nd, nm))
+    with open(args.out, "a") as out:
+        for K in (int(k) for k in args.K.split(",")):
+            x = rand((nf, nm, K))
+            y = cp.empty((nf, nd, K), np.complex64)
+            ref = A[:6].astype(np.complex128) @ x[:6].astype(np.complex128)
+            for variant in ["tree"] + args.rev:
+                select(variant)
+                be._launch.clear()
+                y[...] = np.nan
+                be.sbgemv(A, x, y, adjoint=False)
+                err = float(cp.linalg.norm(y[:6] - ref) / cp.linalg.norm(ref))
+                t = sum(device_times(lambda: be.sbgemv(A, x, y, adjoint=False), be.synchronize).values())
+                kernel = next(v[6] for k, v in be._launch.items() if k[0] == "gemm")
+                rec = dict(what="gemm-ab", variant=variant, K=K, nf=nf, nd=nd, nm=nm, kernel=kernel,
+                           time_us=round(t, 1), floor_ratio=round(t * 1e-6 / (A.nbytes / bw), 4), rel_err=err,
+                           copy_Bps=bw)
+                print(json.dumps(rec), flush=True)
+                out.write(json.dumps(rec) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
