@@ -61,6 +61,17 @@ FMV_DEV void lds_pair(const double2* p, double2& a, double2& b) {
     b = p[1];
 }
 
+// The share of the product of block (blockIdx.x, blockIdx.y) in sbgemm_staged
+// and sbgemm_tc: frequency f and column split `split` of S (blockIdx.x = f S +
+// split; columns jbeg .. jend - 1 of width cw, nchunks chunks of BK), right-hand
+// sides k0 .. k0 + kn - 1 (chunk blockIdx.y of KB).
+template <int BK, int KB> struct BlockShare {
+    int split, f, k0, kn, jbeg, jend, nchunks;
+    FMV_DEV BlockShare(int S, int cw, int nm, int K)
+        : split(blockIdx.x % S), f(blockIdx.x / S), k0(blockIdx.y * KB), kn(min_(KB, K - k0)), jbeg(split * cw),
+          jend(min_(nm, jbeg + cw)), nchunks(jend > jbeg ? (jend - jbeg + BK - 1) / BK : 0) {}
+};
+
 // The asynchronous copies of one chunk of BK columns of A (rows < nd) and of
 // X into a stage of shared memory (row strides AS and XS), for thread tid of
 // nthreads: VA columns of A's rows arow, arow + RP, ... and VX right-hand
@@ -75,13 +86,13 @@ template <typename TA, int BK, int KB, int VA, int VX, int AS, int XS> struct Ch
     static constexpr int XPR = KB / VX;  // copies per row of a chunk of X
     const TA *af, *xf, *asrc, *xsrc;
     index_t astep, xstep, xchunk;
-    int jbeg, acol, arows, adst, RPS, xj, XR, xrows, xdst, XRS;
+    int jbeg, jend, acol, arows, adst, RPS, xj, XR, xrows, xdst, XRS;
     bool xok;
 
-    // af: row 0 of A's frequency (row stride nm), xf: X[f, 0, k0] (row stride K), kn right-hand sides kept
-    FMV_DEV ChunkCopies(const TA* af_, const TA* xf_, int nd, int nm, int K, int kn, int jbeg_, int tid,
-                        int nthreads)
-        : af(af_), xf(xf_), jbeg(jbeg_) {
+    // A: rows of Fhat (lda rows a frequency, row stride nm), X: (nf, nm, K)
+    FMV_DEV ChunkCopies(const TA* A, const TA* X, int nd, int nm, int K, int lda, const BlockShare<BK, KB>& b,
+                        int tid, int nthreads)
+        : af(A + (index_t)b.f * lda * nm), xf(X + (index_t)b.f * nm * K + b.k0), jbeg(b.jbeg), jend(b.jend) {
         const int RP = nthreads / CPR, arow = tid / CPR;
         acol = tid % CPR * VA;
         arows = arow < nd ? (nd - arow + RP - 1) / RP : 0;
@@ -93,7 +104,7 @@ template <typename TA, int BK, int KB, int VA, int VX, int AS, int XS> struct Ch
         xj = tid / XPR;
         const int xk = tid % XPR * VX;
         xrows = xj < BK ? (BK - xj + XR - 1) / XR : 0;
-        xok = xk < kn;
+        xok = xk < b.kn;
         xsrc = xf + (index_t)(jbeg + xj) * K + xk;
         xstep = (index_t)XR * K;
         xchunk = (index_t)BK * K;
@@ -102,7 +113,7 @@ template <typename TA, int BK, int KB, int VA, int VX, int AS, int XS> struct Ch
     }
 
     // chunk c (columns jbeg + c BK ..) into the stage buffers ab [rows][AS] and xb [BK][XS]
-    FMV_DEV void issue(int c, int jend, TA* ab, TA* xb) const {
+    FMV_DEV void issue(int c, TA* ab, TA* xb) const {
         const int j0 = jbeg + c * BK;
         const bool last = j0 + BK > jend;
         const bool colok = !last || j0 + acol < jend;
@@ -302,17 +313,11 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
 
     const int tid = threadIdx.x;
     const int kg = tid % 4, rg = (tid / 4) % RG, ph = tid / (4 * RG);
-    const int split = blockIdx.x % S, f = blockIdx.x / S;
-    const int k0 = blockIdx.y * KB, kn = fmv::min_(KB, K - k0);
-    const int jbeg = split * cw, jend = fmv::min_(nm, jbeg + cw);
-    const int nchunks = jend > jbeg ? (jend - jbeg + BK - 1) / BK : 0;
-    const TA* af = A + (index_t)f * lda * nm;
-    const TA* xf = X + (index_t)f * nm * K + k0;
-
+    const fmv::BlockShare<BK, KB> b(S, cw, nm, K);
     // rows nd .. rows - 1 of the tile are never read into a kept sum, so never copied
-    const fmv::ChunkCopies<TA, BK, KB, VA, VX, AS, XS> copies(af, xf, nd, nm, K, kn, jbeg, tid, 256);
+    const fmv::ChunkCopies<TA, BK, KB, VA, VX, AS, XS> copies(A, X, nd, nm, K, lda, b, tid, 256);
     auto issue = [&](int c) {
-        if (c < nchunks) copies.issue(c, jend, as + (c % NS) * rows * AS, xs + (c % NS) * BK * XS);
+        if (c < b.nchunks) copies.issue(c, as + (c % NS) * rows * AS, xs + (c % NS) * BK * XS);
         fmv::cp_async_commit();
     };
 
@@ -324,7 +329,7 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
 
 #pragma unroll
     for (int c = 0; c < NS - 1; ++c) issue(c);
-    for (int c = 0; c < nchunks; ++c) {
+    for (int c = 0; c < b.nchunks; ++c) {
         fmv::cp_async_wait<NS - 2>();
         __syncthreads();  // chunk c is in for every thread, and chunk c - 1's buffer is free
         issue(c + NS - 1);
@@ -377,7 +382,7 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
     }
     __syncthreads();
     if (ph == 0) {
-        TA* ys = Y + (index_t)split * nf * nd * K;
+        TA* ys = Y + (index_t)b.split * nf * nd * K;
 #pragma unroll
         for (int m = 0; m < TM; ++m) {
             const int i = rg + m * RG;
@@ -391,7 +396,7 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
                     im += r[1];
                 }
                 const int k = kg * TN + n;
-                if (i < nd && k < kn) ys[((index_t)f * nd + i) * K + k0 + k] = fmv::cmake<TA>(re, im);
+                if (i < nd && k < b.kn) ys[((index_t)b.f * nd + i) * K + b.k0 + k] = fmv::cmake<TA>(re, im);
             }
         }
     }
@@ -466,16 +471,10 @@ sbgemm_tc(const float2* __restrict__ A, const float2* __restrict__ X, float2* __
     const int g = lane >> 2, t = lane & 3;
     const int MT = (nd + 15) / 16;
     const int mt = warp % MT, ph = warp / MT;
-    const int split = blockIdx.x % S, f = blockIdx.x / S;
-    const int k0 = blockIdx.y * KB, kn = fmv::min_(KB, K - k0);
-    const int jbeg = split * cw, jend = fmv::min_(nm, jbeg + cw);
-    const int nchunks = jend > jbeg ? (jend - jbeg + BK - 1) / BK : 0;
-    const float2* af = A + (index_t)f * lda * nm;
-    const float2* xf = X + (index_t)f * nm * K + k0;
-
-    const fmv::ChunkCopies<float2, BK, KB, VA, VX, AS, XS> copies(af, xf, nd, nm, K, kn, jbeg, tid, nthreads);
+    const fmv::BlockShare<BK, KB> b(S, cw, nm, K);
+    const fmv::ChunkCopies<float2, BK, KB, VA, VX, AS, XS> copies(A, X, nd, nm, K, lda, b, tid, nthreads);
     auto issue = [&](int c) {
-        if (c < nchunks) copies.issue(c, jend, as + (c % NS) * nd * AS, xs + (c % NS) * BK * XS);
+        if (c < b.nchunks) copies.issue(c, as + (c % NS) * nd * AS, xs + (c % NS) * BK * XS);
         fmv::cp_async_commit();
     };
 
@@ -488,7 +487,7 @@ sbgemm_tc(const float2* __restrict__ A, const float2* __restrict__ X, float2* __
 
 #pragma unroll
     for (int c = 0; c < NS - 1; ++c) issue(c);
-    for (int c = 0; c < nchunks; ++c) {
+    for (int c = 0; c < b.nchunks; ++c) {
         fmv::cp_async_wait<NS - 2>();
         __syncthreads();  // chunk c is in for every thread, and chunk c - 1's buffer is free
         issue(c + NS - 1);
@@ -561,14 +560,14 @@ sbgemm_tc(const float2* __restrict__ A, const float2* __restrict__ X, float2* __
             for (int e = 0; e < 4; ++e)
 #pragma unroll
                 for (int p = 1; p < P; ++p) sum[n][e] += red[((p - 1) * 32 * MT + slot) * 8 * NH + n * 4 + e];
-        float2* ys = Y + (index_t)split * nf * nd * K;
+        float2* ys = Y + (index_t)b.split * nf * nd * K;
 #pragma unroll
         for (int h = 0; h < NH; ++h)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {  // fragment element e: row g (+8 for e >= 2), column 2t + (e & 1)
                 const int i = 16 * mt + g + 8 * (e >> 1), k = 8 * h + 2 * t + (e & 1);
-                if (i < nd && k < kn)
-                    ys[((index_t)f * nd + i) * K + k0 + k] = fmv::cmake<float2>(sum[h][e], sum[NH + h][e]);
+                if (i < nd && k < b.kn)
+                    ys[((index_t)b.f * nd + i) * K + b.k0 + k] = fmv::cmake<float2>(sum[h][e], sum[NH + h][e]);
             }
     }
 }
