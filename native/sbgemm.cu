@@ -131,6 +131,27 @@ template <typename TA, int BK, int KB, int VA, int VX, int AS, int XS> struct Ch
     }
 };
 
+// Chunks 0 .. nchunks - 1 through NS stages of shared memory: issue(c) starts
+// the asynchronous copies of chunk c into stage c % NS, body(c) sums chunk c
+// once it is in for every thread; NS - 1 chunks are in flight meanwhile.
+template <int NS, typename Issue, typename Body>
+FMV_DEV void for_each_staged_chunk(int nchunks, const Issue& issue, const Body& body) {
+#pragma unroll
+    for (int c = 0; c < NS - 1; ++c) {
+        if (c < nchunks) issue(c);
+        cp_async_commit();
+    }
+    for (int c = 0; c < nchunks; ++c) {
+        cp_async_wait<NS - 2>();
+        __syncthreads();  // chunk c is in for every thread, and chunk c - 1's stage is free
+        if (c + NS - 1 < nchunks) issue(c + NS - 1);
+        cp_async_commit();
+        body(c);
+    }
+    cp_async_wait<0>();
+    __syncthreads();
+}
+
 }  // namespace fmv
 
 template <typename TA, typename TX, int KB, int KL, int CL, int TR, int U, int V, int MINB>
@@ -316,10 +337,7 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
     const fmv::BlockShare<BK, KB> b(S, cw, nm, K);
     // rows nd .. rows - 1 of the tile are never read into a kept sum, so never copied
     const fmv::ChunkCopies<TA, BK, KB, VA, VX, AS, XS> copies(A, X, nd, nm, K, lda, b, tid, 256);
-    auto issue = [&](int c) {
-        if (c < b.nchunks) copies.issue(c, as + (c % NS) * rows * AS, xs + (c % NS) * BK * XS);
-        fmv::cp_async_commit();
-    };
+    auto issue = [&](int c) { copies.issue(c, as + (c % NS) * rows * AS, xs + (c % NS) * BK * XS); };
 
     R t1[TM][TN], t2[TM][TN], t3[TM][TN];
 #pragma unroll
@@ -327,12 +345,7 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
 #pragma unroll
         for (int n = 0; n < TN; ++n) t1[m][n] = t2[m][n] = t3[m][n] = 0;
 
-#pragma unroll
-    for (int c = 0; c < NS - 1; ++c) issue(c);
-    for (int c = 0; c < b.nchunks; ++c) {
-        fmv::cp_async_wait<NS - 2>();
-        __syncthreads();  // chunk c is in for every thread, and chunk c - 1's buffer is free
-        issue(c + NS - 1);
+    fmv::for_each_staged_chunk<NS>(b.nchunks, issue, [&](int c) {
         if (ph < P) {
             const TA* ab = as + (c % NS) * rows * AS + rg * AS;
             const TA* xb = xs + (c % NS) * BK * XS + kg * TN;
@@ -363,9 +376,7 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
                 }
             }
         }
-    }
-    fmv::cp_async_wait<0>();
-    __syncthreads();
+    });
 
     // phases 1 .. P-1 leave their sums in shared memory, phase 0 adds them in order and writes Y
     R* red = reinterpret_cast<R*>(fmv_smem);  // [P - 1][4 RG][TM][TN][2]
@@ -473,10 +484,7 @@ sbgemm_tc(const float2* __restrict__ A, const float2* __restrict__ X, float2* __
     const int mt = warp % MT, ph = warp / MT;
     const fmv::BlockShare<BK, KB> b(S, cw, nm, K);
     const fmv::ChunkCopies<float2, BK, KB, VA, VX, AS, XS> copies(A, X, nd, nm, K, lda, b, tid, nthreads);
-    auto issue = [&](int c) {
-        if (c < b.nchunks) copies.issue(c, as + (c % NS) * nd * AS, xs + (c % NS) * BK * XS);
-        fmv::cp_async_commit();
-    };
+    auto issue = [&](int c) { copies.issue(c, as + (c % NS) * nd * AS, xs + (c % NS) * BK * XS); };
 
     float sum[2 * NH][4];  // tiles h < NH: Re Y[:, 8h ..]; NH + h: Im Y[:, 8h ..]
 #pragma unroll
@@ -485,12 +493,7 @@ sbgemm_tc(const float2* __restrict__ A, const float2* __restrict__ X, float2* __
         for (int e = 0; e < 4; ++e) sum[n][e] = 0.f;
     const int r0 = fmv::min_(16 * mt + g, nd - 1) * AS, r1 = fmv::min_(16 * mt + g + 8, nd - 1) * AS;
 
-#pragma unroll
-    for (int c = 0; c < NS - 1; ++c) issue(c);
-    for (int c = 0; c < b.nchunks; ++c) {
-        fmv::cp_async_wait<NS - 2>();
-        __syncthreads();  // chunk c is in for every thread, and chunk c - 1's buffer is free
-        issue(c + NS - 1);
+    fmv::for_each_staged_chunk<NS>(b.nchunks, issue, [&](int c) {
         const float2* ab = as + (c % NS) * nd * AS;
         const float2* xb = xs + (c % NS) * BK * XS + g;
         float part[3 * NH][4];  // this chunk's T1 (tiles h < NH), T2 (NH + h) and T3 (2 NH + h), in the tensor core
@@ -538,9 +541,7 @@ sbgemm_tc(const float2* __restrict__ A, const float2* __restrict__ X, float2* __
                 sum[h][e] += part[h][e] - part[NH + h][e];
                 sum[NH + h][e] += part[2 * NH + h][e] - part[h][e] - part[NH + h][e];
             }
-    }
-    fmv::cp_async_wait<0>();
-    __syncthreads();
+    });
 
     // phases 1 .. P-1 leave their sums in shared memory, phase 0 adds them in order and writes Y
     float* red = reinterpret_cast<float*>(fmv_smem);  // [P - 1][32 MT][2 NH][4]
