@@ -66,3 +66,11 @@ def test_kernels_module_imports_without_cupy():
     res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "False"
+
+
+def test_wgmma_kernel_compiles_for_sm90a(tmp_path):
+    """sbgemm_wg's warpgroup MMA is built only for sm_90a (its body is empty
+    for other targets, as in the test above), so it is compiled here too."""
+    res = _nvcc(NATIVE / "sbgemm.cu", tmp_path, "-arch=sm_90a", "-Werror=all-warnings")
+    assert res.returncode == 0, res.stderr
+    assert "wgmma.mma_async" in (tmp_path / "sbgemm.ptx").read_text()
