@@ -31,9 +31,8 @@ def use_revisions(name: str, revs: list[str]) -> Callable[[str], None]:
     tree_source, tree_kernel = kernels.source, kernels.kernel
     active = {"variant": "tree"}
     kernels.source = lambda fname: sources[fname] if fname in sources else tree_source(fname)
-    kernels.kernel = lambda fname, kname, *targs, **options: tree_kernel(
-        f"{name}@{active['variant']}" if fname == name and active["variant"] != "tree" else fname, kname, *targs,
-        **options)
+    kernels.kernel = lambda fname, kname, *targs: tree_kernel(
+        f"{name}@{active['variant']}" if fname == name and active["variant"] != "tree" else fname, kname, *targs)
 
     def select(variant: str) -> None:
         active["variant"] = variant

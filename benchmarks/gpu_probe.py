@@ -300,18 +300,15 @@ def main(argv=None) -> int:
         be.blas_min_k, be.gemm_min_k = saved
 
     def part_gemm_variants():
-        """sbgemm_wg's, sbgemm_tc's and sbgemm_staged's tiles and sbgemm_fwd's
-        lane layouts at K = 16 (and 4, 8, 12 in complex64), big size, each
-        checked against cuBLAS's product."""
+        """sbgemm_tc's and sbgemm_staged's tiles and sbgemm_fwd's lane layouts
+        at K = 16 (and 4, 8, 12 in complex64), big size, each checked against
+        cuBLAS's product."""
         eng = get_big()
-        saved = (dict(be.gemm_tiles), dict(be.gemm_staged), dict(be.gemm_tensor), dict(be.gemm_warpgroup),
-                 be.gemm_splits, dict(be.gemm_min_k), dict(be.blas_min_k))
+        saved = (dict(be.gemm_tiles), dict(be.gemm_staged), dict(be.gemm_tensor), be.gemm_splits,
+                 dict(be.gemm_min_k), dict(be.blas_min_k))
         tensor = [("tensor", (32, 3, 2)), ("tensor", (16, 4, 3)), ("tensor", (16, 6, 2))]
-        warpgroup = [("warpgroup", (32, 3, 1)), ("warpgroup", (32, 2, 2)), ("warpgroup", (32, 4, 1)),
-                     ("warpgroup", (16, 4, 2)), ("warpgroup", (16, 3, 2)), ("warpgroup", (64, 2, 1))
-                     ] if be.warpgroup_mma else []
-        variants = {(C64, 16): warpgroup + tensor + [("staged", (5, 4, 32, 3, 2)), ("fwd", (2, 4, 2, 2, 2, 2))],
-                    (C64, 12): warpgroup[:2] + tensor[:2] + [("staged", (5, 4, 32, 3, 2))],
+        variants = {(C64, 16): tensor + [("staged", (5, 4, 32, 3, 2)), ("fwd", (2, 4, 2, 2, 2, 2))],
+                    (C64, 12): tensor[:2] + [("staged", (5, 4, 32, 3, 2))],
                     (C64, 8): tensor[:2] + [("fwd", (1, 8, 2, 4, 1, 2))],
                     (C64, 4): tensor[:1] + [("fwd", (1, 8, 2, 4, 2, 2))],
                     (C128, 16): [("staged", (2, 4, 16, 3, 2)), ("staged", (4, 4, 16, 3, 1)),
@@ -329,7 +326,6 @@ def main(argv=None) -> int:
             for kind, tile in tiles:
                 for S in (None, 1):
                     be.gemm_tensor[ta] = tile if kind == "tensor" else None
-                    be.gemm_warpgroup[ta] = tile if kind == "warpgroup" else None
                     be.gemm_staged[ta] = tile if kind == "staged" else None
                     if kind == "fwd":
                         be.gemm_tiles[(ta, KB)] = tile
@@ -346,8 +342,7 @@ def main(argv=None) -> int:
                     emit(what="gemm_variant", ta=str(ta), K=K, kind=kind, kernel=cfg[6], tile=tile, S=S, S_used=cfg[5],
                          regs=int(cfg[0].num_regs), local_bytes=int(cfg[0].local_size_bytes), grid=cfg[1],
                          block=cfg[2], smem=cfg[3], time_s=t, floor_ratio=t / (A.nbytes / bw), rel_vs_cublas=err)
-        (be.gemm_tiles, be.gemm_staged, be.gemm_tensor, be.gemm_warpgroup, be.gemm_splits, be.gemm_min_k,
-         be.blas_min_k) = saved
+        be.gemm_tiles, be.gemm_staged, be.gemm_tensor, be.gemm_splits, be.gemm_min_k, be.blas_min_k = saved
         be._launch.clear()
 
     def engine_runs(eng, codes, K, label, naive=True, stages=True):

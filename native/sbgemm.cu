@@ -81,10 +81,7 @@ template <int BK, int KB> struct BlockShare {
 // sources step by a 64-bit stride (with 32-bit row offsets recomputed per
 // copy, sbgemm_tc took 1.94 against 1.72x the floor).  Columns past jend are
 // zero-filled: such a copy reads nothing and keeps pointing at row 0.
-// SW128: A's stage in wgmma's K-major layout with the 128-byte swizzle instead,
-// for R rows: 16-byte piece q of row r at (q / 8) R 128 + r 128 + (q % 8 ^ r % 8) 16
-// bytes (RP a multiple of 8).
-template <typename TA, int BK, int KB, int VA, int VX, int AS, int XS, bool SW128 = false> struct ChunkCopies {
+template <typename TA, int BK, int KB, int VA, int VX, int AS, int XS> struct ChunkCopies {
     static constexpr int CPR = BK / VA;  // copies per row of a chunk of A
     static constexpr int XPR = KB / VX;  // copies per row of a chunk of X
     const TA *af, *xf, *asrc, *xsrc;
@@ -94,16 +91,15 @@ template <typename TA, int BK, int KB, int VA, int VX, int AS, int XS, bool SW12
 
     // A: rows of Fhat (lda rows a frequency, row stride nm), X: (nf, nm, K)
     FMV_DEV ChunkCopies(const TA* A, const TA* X, int nd, int nm, int K, int lda, const BlockShare<BK, KB>& b,
-                        int tid, int nthreads, int R = 0)
+                        int tid, int nthreads)
         : af(A + (index_t)b.f * lda * nm), xf(X + (index_t)b.f * nm * K + b.k0), jbeg(b.jbeg), jend(b.jend) {
         const int RP = nthreads / CPR, arow = tid / CPR;
         acol = tid % CPR * VA;
         arows = arow < nd ? (nd - arow + RP - 1) / RP : 0;
         asrc = af + (index_t)arow * nm + jbeg + acol;
         astep = (index_t)RP * nm;
-        adst = SW128 ? ((acol >> 4) * R + arow) * 16 + ((acol >> 1 & 7) ^ (arow & 7)) * 2 + (acol & 1)
-                     : arow * AS + acol;
-        RPS = SW128 ? RP * 16 : RP * AS;
+        adst = arow * AS + acol;
+        RPS = RP * AS;
         XR = nthreads / XPR;
         xj = tid / XPR;
         const int xk = tid % XPR * VX;
@@ -458,51 +454,6 @@ FMV_DEV void tf32_split(float v, unsigned& big, unsigned& small) {
     small = __float_as_uint(v - __uint_as_float(big));
 }
 
-// Re Y += T1 - T2 (sum[0]) and Im Y += T3 - T1 - T2 (sum[1]) from one chunk's sums part[0 .. 2] = T1 .. T3 of
-// sbgemm_tc's m16n8 tiles (sum[.][4 h + e] is element e of tile h)
-template <int NH> FMV_DEV void add_chunk_sums(float (&sum)[2][4 * NH], const float (&part)[3][NH][4]) {
-#pragma unroll
-    for (int h = 0; h < NH; ++h)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            sum[0][4 * h + e] += part[0][h][e] - part[1][h][e];
-            sum[1][4 * h + e] += part[2][h][e] - part[0][h][e] - part[1][h][e];
-        }
-}
-
-// Y of the tensor-core kernels: each thread's NSUM sums, sum[0] Re and sum[1] Im of Y[place(s)] (row i, right-hand
-// side k of the block's chunk), warp phase ph: phases 1 .. P-1 leave their sums in shared memory (red, free after
-// the last chunk; slot = the thread's place among the `slots` threads of a phase), phase 0 adds them in order and
-// writes Y.
-template <int NSUM, int P, int BK, int KB, typename Place>
-FMV_DEV void store_sums(float (&sum)[2][NSUM], float* red, int slots, int ph, const Place& place, float2* Y,
-                        const BlockShare<BK, KB>& b, int nf, int nd, int K) {
-    const int slot = threadIdx.x % slots;
-    if (ph > 0) {
-        float* r = red + ((ph - 1) * slots + slot) * 2 * NSUM;
-#pragma unroll
-        for (int s = 0; s < NSUM; ++s) {
-            r[2 * s] = sum[0][s];
-            r[2 * s + 1] = sum[1][s];
-        }
-    }
-    __syncthreads();
-    if (ph == 0) {
-        float2* ys = Y + (index_t)b.split * nf * nd * K;
-#pragma unroll
-        for (int s = 0; s < NSUM; ++s) {
-#pragma unroll
-            for (int p = 1; p < P; ++p) {
-                sum[0][s] += red[((p - 1) * slots + slot) * 2 * NSUM + 2 * s];
-                sum[1][s] += red[((p - 1) * slots + slot) * 2 * NSUM + 2 * s + 1];
-            }
-            const int2 ik = place(s);
-            if (ik.x < nd && ik.y < b.kn)
-                ys[((index_t)b.f * nd + ik.x) * K + b.k0 + ik.y] = cmake<float2>(sum[0][s], sum[1][s]);
-        }
-    }
-}
-
 // d += a b for one 16 x 8 x 8 tile (fragments as in the PTX ISA's m16n8k8 .tf32 layout)
 FMV_DEV void mma_tf32(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -535,21 +486,21 @@ sbgemm_tc(const float2* __restrict__ A, const float2* __restrict__ X, float2* __
     const fmv::ChunkCopies<float2, BK, KB, VA, VX, AS, XS> copies(A, X, nd, nm, K, lda, b, tid, nthreads);
     auto issue = [&](int c) { copies.issue(c, as + (c % NS) * nd * AS, xs + (c % NS) * BK * XS); };
 
-    float sum[2][4 * NH];  // Re and Im Y of element e of tile h (columns 8h ..) at 4 h + e
+    float sum[2 * NH][4];  // tiles h < NH: Re Y[:, 8h ..]; NH + h: Im Y[:, 8h ..]
 #pragma unroll
-    for (int s = 0; s < 4 * NH; ++s) sum[0][s] = sum[1][s] = 0.f;
+    for (int n = 0; n < 2 * NH; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) sum[n][e] = 0.f;
     const int r0 = fmv::min_(16 * mt + g, nd - 1) * AS, r1 = fmv::min_(16 * mt + g + 8, nd - 1) * AS;
 
     fmv::for_each_staged_chunk<NS>(b.nchunks, issue, [&](int c) {
         const float2* ab = as + (c % NS) * nd * AS;
         const float2* xb = xs + (c % NS) * BK * XS + g;
-        float part[3][NH][4];  // this chunk's T1, T2 and T3, in the tensor core
+        float part[3 * NH][4];  // this chunk's T1 (tiles h < NH), T2 (NH + h) and T3 (2 NH + h), in the tensor core
 #pragma unroll
-        for (int n = 0; n < 3; ++n)
+        for (int n = 0; n < 3 * NH; ++n)
 #pragma unroll
-            for (int h = 0; h < NH; ++h)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) part[n][h][e] = 0.f;
+            for (int e = 0; e < 4; ++e) part[n][e] = 0.f;
 #pragma unroll
         for (int u = 0; u < BK / (8 * P); ++u) {
             const int j = 8 * (ph + u * P) + t;
@@ -572,202 +523,54 @@ sbgemm_tc(const float2* __restrict__ A, const float2* __restrict__ X, float2* __
                 fmv::tf32_split(v1.y, ib1, is1);
                 fmv::tf32_split(v0.x + v0.y, sb0, ss0);
                 fmv::tf32_split(v1.x + v1.y, sb1, ss1);
-                fmv::mma_tf32(part[0][h], rbig, rs0, rs1);
-                fmv::mma_tf32(part[1][h], ibig, is0, is1);
-                fmv::mma_tf32(part[2][h], sbig, ss0, ss1);
-                fmv::mma_tf32(part[0][h], rsmall, rb0, rb1);
-                fmv::mma_tf32(part[1][h], ismall, ib0, ib1);
-                fmv::mma_tf32(part[2][h], ssmall, sb0, sb1);
-                fmv::mma_tf32(part[0][h], rbig, rb0, rb1);
-                fmv::mma_tf32(part[1][h], ibig, ib0, ib1);
-                fmv::mma_tf32(part[2][h], sbig, sb0, sb1);
+                fmv::mma_tf32(part[h], rbig, rs0, rs1);
+                fmv::mma_tf32(part[NH + h], ibig, is0, is1);
+                fmv::mma_tf32(part[2 * NH + h], sbig, ss0, ss1);
+                fmv::mma_tf32(part[h], rsmall, rb0, rb1);
+                fmv::mma_tf32(part[NH + h], ismall, ib0, ib1);
+                fmv::mma_tf32(part[2 * NH + h], ssmall, sb0, sb1);
+                fmv::mma_tf32(part[h], rbig, rb0, rb1);
+                fmv::mma_tf32(part[NH + h], ibig, ib0, ib1);
+                fmv::mma_tf32(part[2 * NH + h], sbig, sb0, sb1);
             }
         }
-        fmv::add_chunk_sums(sum, part);
-    });
-
-    // fragment element e of tile h: row g (+8 for e >= 2), column 8h + 2t + (e & 1)
-    auto place = [&](int s) { return make_int2(16 * mt + g + 8 * (s >> 1 & 1), 8 * (s >> 2) + 2 * t + (s & 1)); };
-    fmv::store_sums<4 * NH, P>(sum, reinterpret_cast<float*>(fmv_smem), 32 * MT, ph, place, Y, b, nf, nd, K);
-}
-
-// ---------------------------------------------------------------------------
-// sbgemm_wg: 9-16 right-hand sides on Hopper's warpgroup MMA (wgmma.mma_async,
-// compute capability 9.0 built for sm_90a; elsewhere the kernel is empty and
-// the backend does not take it), up to 128 rows.  Blocks, chunks and copies as
-// in sbgemm_tc, 3xTF32, and the complex product as one real product of twice
-// the depth: row i of Fhat's chunk, read as it lies (Re, Im, Re, Im, ...), times
-// B = [Xr | Xi ; -Xi | Xr] (rows 2j and 2j + 1 of B from X[j]: 32 columns, Re Y
-// then Im Y).  So A goes to the tensor core straight from the staged chunk,
-// which the copies lay out with wgmma's 128-byte swizzle (ChunkCopies, SW128),
-// with no instruction of the threads: the tensor core reads float32 as TF32 by
-// dropping the low 13 bits, which makes A's big part (big = A truncated).  The
-// threads form only A's small part (A - big, registers) and split B once per
-// chunk for the block into big (rounded) and small: bsplit, [64][2 BK] words,
-// big in rows 0-31 and small in rows 32-63, in core matrices of 8 rows x 16
-// bytes without swizzle.  A k-step (8 columns of the real product, 4 of Fhat)
-// is two products of a warpgroup's 64 rows: D += A [B_big | B_small]
-// (m64n64k8, A from shared memory) and D2 += A_small B_big (m64n32k8, A from
-// registers); Re Y and Im Y are their three parts' sums, started from zero in
-// the tensor core each chunk and added to the kept sums as in sbgemm_tc.
-// Rates (benchmarks/wgmma_rate.py): 32 and 16 cycles of a multiprocessor, the
-// tensor core's full TF32 rate, where m64n16k8 runs at 61%.
-// Warp w takes the 16 rows 16 (w % MT) .. (MT = 4 ceil(nd / 64), whole
-// warpgroups; the rows past nd are zero) and the k-steps ph, ph + P, ... of
-// each chunk (ph = w / MT).
-// Launch: blockDim.x = 32 MT P <= 256, gridDim.x = nf * S, gridDim.y = ceil(K / 16), dynamic shared
-// memory max(1024 + NS (16 MT BK + BK XS) 8 + 512 BK, (P - 1) 32 MT 16 4) bytes, XS = 20.
-// ---------------------------------------------------------------------------
-namespace fmv {
-
-// The shared-memory matrix descriptor of wgmma for K-major core matrices without swizzle: start address, byte
-// offsets between core matrices along K (lbo) and along M or N (sbo)
-FMV_DEV unsigned long long wgmma_desc(const void* p, unsigned lbo, unsigned sbo) {
-    const unsigned addr = (unsigned)__cvta_generic_to_shared(p);  // the builtin: the compiler keeps it uniform
-    return (unsigned long long)((addr & 0x3ffffu) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
-           (unsigned long long)(sbo >> 4) << 32;
-}
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-FMV_DEV void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-FMV_DEV void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-// wait until at most N committed groups of this warpgroup's products are in flight
-template <int N> FMV_DEV void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
-// shared-memory stores made visible to wgmma's reads (the async proxy)
-FMV_DEV void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-
-// d = a b (+ d when accumulate), a 64 x 8 and b 8 x 64 TF32 at descriptors, d 64 x 64 float32 (this warp's 16
-// rows: eight m16n8 tiles)
-FMV_DEV void wgmma_ss_n64(float (&d)[8][4], unsigned long long a, unsigned long long b, bool accumulate) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-        "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1;\n}\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
-          "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
-          "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
-          "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-          "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-        : "l"(a), "l"(b), "r"((int)accumulate));
-}
-// d = a b (+ d when accumulate), a 64 x 8 TF32 from registers (this warp's 16 rows, m16n8k8's layout), b 8 x 32
-// at a descriptor, d 64 x 32 float32 (four m16n8 tiles)
-FMV_DEV void wgmma_rs_n32(float (&d)[4][4], const unsigned (&a)[4], unsigned long long b, bool accumulate) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,"
-        "%15}, {%16,%17,%18,%19}, %20, p, 1, 1;\n}\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
-          "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
-          "+f"(d[3][2]), "+f"(d[3][3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"((int)accumulate));
-}
-// the compiler must not move accesses to d across the wait for the products writing it
-template <int N> FMV_DEV void wgmma_fence_operands(float (&d)[N][4]) {
 #pragma unroll
-    for (int q = 0; q < N; ++q)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[q][e])::"memory");
-}
-#endif
-
-}  // namespace fmv
-
-template <int BK, int NS, int P, int VA, int VX, int MINB>
-__global__ void __launch_bounds__(256, MINB)
-sbgemm_wg(const float2* __restrict__ A, const float2* __restrict__ X, float2* __restrict__ Y, int nf, int nd, int nm,
-          int K, int S, int cw, int lda) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    constexpr int KB = 16;
-    constexpr int XS = KB + 4;
-    constexpr int SBO = 64 * BK;  // bytes between bsplit's core matrices 8 rows apart
-    static_assert(BK % 4 == 0 && (BK / 4) % P == 0 && 32 % (BK / VA) == 0 && NS >= 2, "tile");
-    extern __shared__ double2 fmv_smem[];  // 16-byte aligned
-    const int MT = 4 * ((nd + 63) / 64), R = 16 * MT;  // rows of a stage of A
-    // the swizzle repeats every 1024 bytes of the address: stages start at a multiple
-    float2* as = reinterpret_cast<float2*>(fmv_smem) + (1024 - (__cvta_generic_to_shared(fmv_smem) & 1023)) % 1024 / 8;
-    float2* xs = as + NS * R * BK;                                      // [NS][BK][XS]
-    unsigned* bsplit = reinterpret_cast<unsigned*>(xs + NS * BK * XS);  // [64][2 BK], core matrices
-
-    const int tid = threadIdx.x, nthreads = blockDim.x;
-    const int lane = tid & 31, warp = tid >> 5;
-    const int g = lane >> 2, t = lane & 3;
-    const int mt = warp % MT, ph = warp / MT;
-    const fmv::BlockShare<BK, KB> b(S, cw, nm, K);
-    const fmv::ChunkCopies<float2, BK, KB, VA, VX, 0, XS, true> copies(A, X, nd, nm, K, lda, b, tid, nthreads, R);
-    auto issue = [&](int c) { copies.issue(c, as + (c % NS) * R * BK, xs + (c % NS) * BK * XS); };
-    // rows nd .. R - 1 of every stage are zero (no copy writes them; where they are is not swizzled)
-    for (int q = nd * 2 * BK + tid; q < R * 2 * BK; q += nthreads)
-        for (int st = 0; st < NS; ++st)
-            reinterpret_cast<float*>(as + st * R * BK)[(q % (2 * BK) / 32 * R + q / (2 * BK)) * 32 + q % 32] = 0.f;
-    // this warpgroup's rows of stage 0 (128-byte swizzle, 8 rows 1024 bytes apart) and bsplit (no swizzle);
-    // + 16-byte units to move them
-    const unsigned long long adesc = fmv::wgmma_desc(as + (mt / 4) * 64 * 16, 16, 1024) | 1ull << 62;
-    const unsigned long long bdesc = fmv::wgmma_desc(bsplit, 128, 64 * BK);
-    // this thread's words of A's fragments in a stage: rows 16 mt + g (+ 8), columns t (+ 4) of k-step ks at
-    // piece 2 (ks % 4) (+ 1) of 16 bytes of the 128 of ks / 4, swizzled by the row (g)
-    const int w0 = (16 * mt + g) * 32 + t, w1 = w0 + 8 * 32;
-
-    float sum[2][8];  // Re and Im Y, element e of tile h (right-hand sides 8h ..) at 4 h + e
-#pragma unroll
-    for (int s = 0; s < 8; ++s) sum[0][s] = sum[1][s] = 0.f;
-
-    fmv::for_each_staged_chunk<NS>(b.nchunks, issue, [&](int c) {
-        const float2* xb = xs + (c % NS) * BK * XS;
-        for (int id = tid; id < 16 * BK; id += nthreads) {
-            // X[j, n] -> B rows n (Xr at 2j, -Xi at 2j + 1) and 16 + n (Xi, Xr), big and 32 rows on small
-            const int j = (id >> 4) % (BK / 2) * 2 + (id & 1), n = (id >> 4) / (BK / 2) * 8 + (id >> 1 & 7);
-            const float2 v = xb[j * XS + n];
-            unsigned rb, rs, ib, is;
-            fmv::tf32_split(v.x, rb, rs);
-            fmv::tf32_split(v.y, ib, is);
-            const int wr = (n >> 3) * (SBO / 4) + (j >> 1) * 32 + (n & 7) * 4 + (j & 1) * 2;  // row n, column 2j
-            constexpr int IM = 2 * SBO / 4, SMALL = 4 * SBO / 4;  // words on to rows 16 + n and 32 + n
-            *reinterpret_cast<uint2*>(bsplit + wr) = make_uint2(rb, ib ^ 0x80000000u);
-            *reinterpret_cast<uint2*>(bsplit + wr + IM) = make_uint2(ib, rb);
-            *reinterpret_cast<uint2*>(bsplit + wr + SMALL) = make_uint2(rs, is ^ 0x80000000u);
-            *reinterpret_cast<uint2*>(bsplit + wr + SMALL + IM) = make_uint2(is, rs);
-        }
-        fmv::fence_proxy_async();
-        __syncthreads();
-        const unsigned* ab = reinterpret_cast<const unsigned*>(as + (c % NS) * R * BK);
-        const unsigned long long ad = adesc + (unsigned long long)((c % NS) * R * BK / 2);
-        float d[8][4], d2[4][4];  // this chunk's A [B_big | B_small] and A_small B_big, in the tensor core
-#pragma unroll 2
-        for (int u = 0; u < BK / (4 * P); ++u) {
-            const int ks = ph + u * P;
-            // A_small's fragment: element e row g (+8 for odd e), column t (+4 for e >= 2)
-            const int piece = 2 * (ks & 3), p0 = (ks >> 2) * R * 32 + (piece ^ g) * 4,
-                      p1 = (ks >> 2) * R * 32 + ((piece + 1) ^ g) * 4;
-            const unsigned a[4] = {ab[w0 + p0], ab[w1 + p0], ab[w0 + p1], ab[w1 + p1]};
-            unsigned small[4];
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-                small[e] = __float_as_uint(__uint_as_float(a[e]) - __uint_as_float(a[e] & 0xffffe000u));
-            fmv::wgmma_fence();
-            fmv::wgmma_ss_n64(d, ad + (ks >> 2) * R * 8 + (ks & 3) * 2, bdesc + 16 * ks, u > 0);
-            fmv::wgmma_rs_n32(d2, small, bdesc + 16 * ks, u > 0);
-            fmv::wgmma_commit();
-            fmv::wgmma_wait<1>();  // the registers of A_small of the k-step before are free
-        }
-        fmv::wgmma_wait<0>();
-        fmv::wgmma_fence_operands(d);
-        fmv::wgmma_fence_operands(d2);
-        // tiles q of B's columns: Re Y (q = 0, 1) and Im Y (2, 3) of big; + 4: of small
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
+        for (int h = 0; h < NH; ++h)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-                sum[0][4 * h + e] += (d[h][e] + d[h + 4][e]) + d2[h][e];
-                sum[1][4 * h + e] += (d[h + 2][e] + d[h + 6][e]) + d2[h + 2][e];
+                sum[h][e] += part[h][e] - part[NH + h][e];
+                sum[NH + h][e] += part[2 * NH + h][e] - part[h][e] - part[NH + h][e];
             }
-        __syncthreads();  // every warpgroup's products have read bsplit before the next chunk's split
     });
 
-    // fragment element e of tile h: row g (+8 for e >= 2), column 8h + 2t + (e & 1)
-    auto place = [&](int s) { return make_int2(16 * mt + g + 8 * (s >> 1 & 1), 8 * (s >> 2) + 2 * t + (s & 1)); };
-    fmv::store_sums<8, P>(sum, reinterpret_cast<float*>(fmv_smem), 32 * MT, ph, place, Y, b, nf, nd, K);
-#endif
+    // phases 1 .. P-1 leave their sums in shared memory, phase 0 adds them in order and writes Y
+    float* red = reinterpret_cast<float*>(fmv_smem);  // [P - 1][32 MT][2 NH][4]
+    const int slot = tid % (32 * MT);
+    if (ph > 0) {
+        float* r = red + ((ph - 1) * 32 * MT + slot) * 8 * NH;
+#pragma unroll
+        for (int n = 0; n < 2 * NH; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) r[n * 4 + e] = sum[n][e];
+    }
+    __syncthreads();
+    if (ph == 0) {
+#pragma unroll
+        for (int n = 0; n < 2 * NH; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+#pragma unroll
+                for (int p = 1; p < P; ++p) sum[n][e] += red[((p - 1) * 32 * MT + slot) * 8 * NH + n * 4 + e];
+        float2* ys = Y + (index_t)b.split * nf * nd * K;
+#pragma unroll
+        for (int h = 0; h < NH; ++h)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {  // fragment element e: row g (+8 for e >= 2), column 2t + (e & 1)
+                const int i = 16 * mt + g + 8 * (e >> 1), k = 8 * h + 2 * t + (e & 1);
+                if (i < nd && k < b.kn)
+                    ys[((index_t)b.f * nd + i) * K + b.k0 + k] = fmv::cmake<float2>(sum[h][e], sum[NH + h][e]);
+            }
+    }
 }
 #endif  // !FMV_HIP
 
@@ -800,11 +603,5 @@ FMV_TC(16, 32, 3, 1, 2, 2, 256, 2)
 FMV_TC(16, 32, 3, 2, 1, 1, 512, 1)
 FMV_TC(8, 32, 3, 4, 2, 2, 256, 2)
 FMV_TC(8, 16, 4, 1, 2, 1, 256, 3)
-#define FMV_WG(BK, NS, P, VA, VX, MINB)                                                                         \
-    template __global__ void sbgemm_wg<BK, NS, P, VA, VX, MINB>(const float2*, const float2*, float2*, int, int, int, \
-                                                                int, int, int, int);
-FMV_WG(32, 3, 1, 2, 2, 1)
-FMV_WG(32, 2, 2, 1, 1, 2)
-FMV_WG(32, 2, 1, 2, 2, 2)
 #endif
 #endif

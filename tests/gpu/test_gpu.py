@@ -411,30 +411,24 @@ def gemm_kernels_taken(be) -> set:
     "ta,tx", [(np.complex128, np.complex128), (np.complex64, np.complex64), (np.complex64, np.complex128),
               (np.complex128, np.complex64)], ids=["zz", "cc", "cz", "zc"])
 def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
-    """sbgemm_wg, sbgemm_tc, sbgemm_staged and sbgemm_fwd against einsum in
-    float64: every lane layout (K up to 16 and chunks of 16 beyond), odd
-    shapes (``nd`` beyond one staged or tensor-core block too), forced column
+    """sbgemm_tc, sbgemm_staged and sbgemm_fwd against einsum in float64:
+    every lane layout (K up to 16 and chunks of 16 beyond), odd shapes
+    (``nd`` beyond one staged or tensor-core block too), forced column
     splits, and a block of rows of a larger Fhat read in place."""
     be = gemm_gpu
     tol = 5e-14 if ta == np.complex128 else 2e-6
     shapes = ((3, 1, 1, 2), (2, 7, 33, 3), (3, 9, 257, 5), (2, 100, 1000, 16), (2, 130, 77, 9), (2, 17, 500, 17),
               (2, 5, 3, 33), (1, 64, 4096, 16), (2, 3, 40, 8), (2, 70, 129, 4), (2, 300, 50, 12),
-              (2, 330, 50, 10), (3, 250, 301, 6), (2, 16, 64, 7), (2, 65, 97, 11), (2, 200, 45, 13),
-              (2, 128, 70, 12))
-    saved = dict(be.gemm_warpgroup), dict(be.gemm_tensor), dict(be.gemm_staged)
-    warpgroup_tiles = ((32, 3, 1), (32, 2, 2))  # sbgemm_wg's, by shape: 1 and 2 blocks a multiprocessor
-    tensor_kinds = ("sbgemm_wg",) * be.warpgroup_mma + ("sbgemm_tc",) * be.tensor_cores
-    kinds = (tensor_kinds if ta == np.complex64 else ()) + ("sbgemm_staged", "sbgemm_fwd")
+              (2, 330, 50, 10), (3, 250, 301, 6), (2, 16, 64, 7))
+    tensor, staged = dict(be.gemm_tensor), dict(be.gemm_staged)
+    kinds = ("sbgemm_tc", "sbgemm_staged", "sbgemm_fwd") if be.tensor_cores and ta == np.complex64 else (
+        "sbgemm_staged", "sbgemm_fwd")
     try:
-        for n, ((nf, nd, nm, K), kind) in enumerate(itertools.product(shapes, kinds)):
-            be.gemm_warpgroup = {np.dtype(np.complex64): warpgroup_tiles[n % 2] if kind == "sbgemm_wg" else None}
-            be.gemm_tensor = {key: t if kind in tensor_kinds else None for key, t in saved[1].items()}
-            be.gemm_staged = {key: t if kind != "sbgemm_fwd" else None for key, t in saved[2].items()}
+        for (nf, nd, nm, K), kind in itertools.product(shapes, kinds):
+            be.gemm_tensor = tensor if kind == "sbgemm_tc" else {key: None for key in tensor}
+            be.gemm_staged = staged if kind != "sbgemm_fwd" else {key: None for key in staged}
             be._launch.clear()
-            # the tensor-core kernels take up to 256 rows; sbgemm_wg up to 128 and 9 or more right-hand sides
-            expected = kind if kind in tensor_kinds and nd <= 256 else None
-            if expected == "sbgemm_wg" and (K <= 8 or nd > 128):
-                expected = "sbgemm_tc"
+            tc_taken = kind == "sbgemm_tc" and nd <= 256
             for S, rows in ((None, None), (1, None), (3, None), (None, (2, 2 + nd))):
                 be.gemm_splits = S
                 full = nd + 5 if rows else nd
@@ -446,16 +440,15 @@ def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
                 A64 = (A[:, rows[0]:rows[1]] if rows else A).astype(np.complex128)
                 ref = A64 @ x.astype(ta).astype(np.complex128)
                 got = out.get()
-                assert np.all(np.isfinite(got)), (nf, nd, nm, K, S, rows, kind)
-                assert rel_err(got, ref) < tol * np.sqrt(nm), (nf, nd, nm, K, S, rows, kind)
+                assert np.all(np.isfinite(got)), (nf, nd, nm, K, S, rows)
+                assert rel_err(got, ref) < tol * np.sqrt(nm), (nf, nd, nm, K, S, rows)
                 if S == 3:  # the forced splits were taken, not a launch cached before
                     assert ((3,) + out.shape, np.dtype(ta), "sbgemm-splits") in be._scratch
                 taken = gemm_kernels_taken(be)
-                assert taken & {"sbgemm_wg", "sbgemm_tc"} == ({expected} if expected else set()), (
-                    nf, nd, nm, K, kind, taken)
+                assert ("sbgemm_tc" in taken) == tc_taken, (nf, nd, nm, K, kind, taken)
     finally:
         be.gemm_splits = None
-        be.gemm_warpgroup, be.gemm_tensor, be.gemm_staged = saved
+        be.gemm_staged, be.gemm_tensor = staged, tensor
 
 
 @pytest.mark.parametrize("K", [1, 12, 20])
@@ -469,10 +462,10 @@ def test_sbgemv_no_rows(gemm_gpu, K):
 
 
 def test_sbgemm_tc_accuracy(gemm_gpu, rng):
-    """The tensor-core products (3xTF32, mma.sync and wgmma) are as accurate
-    as the float32 one on long sums: the tensor core's own float32 sums drift
-    with the number of columns (2.4e-5 at 10000 when kept over a whole row),
-    which the per-chunk sums must keep out."""
+    """The tensor-core product (3xTF32) is as accurate as the float32 one on
+    long sums: the tensor core's own float32 sums drift with the number of
+    columns (2.4e-5 at 10000 when kept over a whole row), which the
+    per-chunk sums must keep out."""
     be = gemm_gpu
     if not be.tensor_cores:
         pytest.skip("no TF32 tensor cores")
@@ -481,11 +474,9 @@ def test_sbgemm_tc_accuracy(gemm_gpu, rng):
     x = (rng.standard_normal((nf, nm, K)) + 1j * rng.standard_normal((nf, nm, K))).astype(np.complex64)
     ref = A.astype(np.complex128) @ x.astype(np.complex128)
     errs = {}
-    warpgroup, tensor = dict(be.gemm_warpgroup), dict(be.gemm_tensor)
-    kinds = ("sbgemm_wg",) * be.warpgroup_mma + ("sbgemm_tc", "sbgemm_staged")
+    tensor = dict(be.gemm_tensor)
     try:
-        for kind in kinds:
-            be.gemm_warpgroup = {np.dtype(np.complex64): (32, 3, 1) if kind == "sbgemm_wg" else None}
+        for kind in ("sbgemm_tc", "sbgemm_staged"):
             be.gemm_tensor = tensor if kind == "sbgemm_tc" else {key: None for key in tensor}
             be._launch.clear()
             out = cupy.empty((nf, nd, K), np.complex64)
@@ -493,9 +484,8 @@ def test_sbgemm_tc_accuracy(gemm_gpu, rng):
             assert gemm_kernels_taken(be) == {kind}
             errs[kind] = rel_err(out.get(), ref)
     finally:
-        be.gemm_warpgroup, be.gemm_tensor = warpgroup, tensor
-    for kind in kinds[:-1]:
-        assert errs[kind] < 2 * errs["sbgemm_staged"], errs
+        be.gemm_tensor = tensor
+    assert errs["sbgemm_tc"] < 2 * errs["sbgemm_staged"], errs
 
 
 @pytest.mark.parametrize("ta", [np.complex64, np.complex128], ids=["c", "z"])

@@ -68,9 +68,17 @@ def test_kernels_module_imports_without_cupy():
     assert res.stdout.strip() == "False"
 
 
-def test_wgmma_kernel_compiles_for_sm90a(tmp_path):
-    """sbgemm_wg's warpgroup MMA is built only for sm_90a (its body is empty
-    for other targets, as in the test above), so it is compiled here too."""
-    res = _nvcc(NATIVE / "sbgemm.cu", tmp_path, "-arch=sm_90a", "-Werror=all-warnings")
+@pytest.mark.parametrize("N", [8, 64])
+def test_wgmma_rate_kernels_compile(N, tmp_path):
+    """benchmarks/wgmma_rate.py's kernels (built at run time for sm_90a) compile to wgmma products."""
+    import importlib.util
+
+    path = NATIVE.parent / "benchmarks" / "wgmma_rate.py"
+    spec = importlib.util.spec_from_file_location("wgmma_rate", path)
+    rate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rate)
+    src = tmp_path / "rate.cu"
+    src.write_text(rate.source(N, 2))
+    res = _nvcc(src, tmp_path, "-arch=sm_90a")
     assert res.returncode == 0, res.stderr
-    assert "wgmma.mma_async" in (tmp_path / "sbgemm.ptx").read_text()
+    assert f"wgmma.mma_async.sync.aligned.m64n{N}k8" in (tmp_path / "rate.ptx").read_text()

@@ -243,16 +243,8 @@ class GPUBackend(Backend):
         tensor cores, about float32's accuracy), which takes the forward
         products of ``native/sbgemm.cu`` before ``sbgemm_staged`` and
         ``sbgemm_fwd`` when set and :attr:`tensor_cores` is true.
-    gemm_warpgroup : dict[numpy.dtype, tuple or None]
-        Tile ``(BK, NS, MINB)`` of ``sbgemm_wg`` (complex64 on Hopper's
-        warpgroup MMA, 3xTF32), which takes the forward products with 9-16
-        right-hand sides and up to 128 rows before ``sbgemm_tc`` when set and
-        :attr:`warpgroup_mma` is true.
     tensor_cores : bool
         The device runs TF32 ``mma.sync`` (CUDA, compute capability 8.0 or higher).
-    warpgroup_mma : bool
-        The device runs ``wgmma`` (CUDA, compute capability 9.0: code built
-        for ``sm_90a`` runs there only).
     graph_max_bytes : int
         ``Fhat`` size up to which the engine records its stages (or its one
         :meth:`direct_plan` kernel) as a CUDA graph and replays it (default:
@@ -299,7 +291,6 @@ class GPUBackend(Backend):
         self.smem_per_sm = int(attributes.get("MaxSharedMemoryPerMultiprocessor", self.smem_limit))
         # TF32 mma.sync (sbgemm_tc) from compute capability 8.0, CUDA only
         self.tensor_cores = not kernels.is_hip() and int(self._device.compute_capability) >= 80
-        self.warpgroup_mma = not kernels.is_hip() and int(self._device.compute_capability) == 90
         self.device_name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
         # measured on an H200 at Nm=5000, Nd=100, Nt=1000 (benchmarks/gpu_probe.py, part kgemm,
         # benchmarks/results/h200-probe-gemm-stop15.jsonl): the native kernels win up to these K
@@ -321,9 +312,6 @@ class GPUBackend(Backend):
         self.gemm_staged: dict[np.dtype, tuple | None] = {c64: (5, 4, 32, 3, 2), c128: None}
         # sbgemm_tc (complex64, 3xTF32 on the tensor cores) before both: (BK, NS, MINB)
         self.gemm_tensor: dict[np.dtype, tuple | None] = {c64: (32, 3, 2), c128: None}
-        # sbgemm_wg (wgmma) before it for 9-16 right-hand sides and up to 128 rows when set: (BK, NS, MINB);
-        # not set, as it is slower (docs/benchmarks.md: 1.83x the floor at best at K = 16 against 1.58x)
-        self.gemm_warpgroup: dict[np.dtype, tuple | None] = {c64: None, c128: None}
         self.real_gemm = {np.dtype(np.complex64): False, np.dtype(np.complex128): False}
         self.fwd_splits: int | None = None  # column splits of the forward kernel (None: automatic)
         self.adj_flat = True  # balanced adjoint kernel for one right-hand side
@@ -1039,8 +1027,7 @@ class GPUBackend(Backend):
         KB = min(16, _pow2_at_least(max(2, K)))
         x_pairs = K % 2 == 0 and (x_hat.dtype != ta or x_hat.data.ptr % 16 == 0)  # (a cast X is a fresh buffer)
         key = ("gemm", nf, nd, nm, K, ta, x_hat.dtype, lda, aligned, x_pairs, self.gemm_splits,
-               self.gemm_warpgroup.get(ta), self.gemm_tensor.get(ta), self.gemm_staged.get(ta),
-               self.gemm_tiles.get((ta, KB)))
+               self.gemm_tensor.get(ta), self.gemm_staged.get(ta), self.gemm_tiles.get((ta, KB)))
         cfg = self._launch.get(key)
         if cfg is None:
             cfg = self._launch[key] = self._gemm_config(nf, nd, nm, K, KB, ta, np.dtype(x_hat.dtype), lda, aligned,
@@ -1064,10 +1051,8 @@ class GPUBackend(Backend):
         return max(1, min(S, nm // (4 * BX)))
 
     def _gemm_config(self, nf, nd, nm, K, KB, ta, tx, lda, aligned, x_pairs):
-        """Launch of ``sbgemm_wg`` (:attr:`gemm_warpgroup` set,
-        :attr:`warpgroup_mma`, ``nd <= 128``, 9 or more right-hand sides), else of
-        ``sbgemm_tc`` (:attr:`gemm_tensor` set, tensor cores present,
-        ``nd <= 256``; 8 or 16 right-hand sides a block), else of
+        """Launch of ``sbgemm_tc`` (:attr:`gemm_tensor` set, tensor cores
+        present, ``nd <= 256``; 8 or 16 right-hand sides a block), else of
         ``sbgemm_staged`` (16 right-hand sides a block, rows that fit one
         block, :attr:`gemm_staged` set; ``aligned``, ``x_pairs``: ``Fhat`` and
         ``X`` may be copied by 16-byte pairs of complex64), else of
@@ -1075,39 +1060,24 @@ class GPUBackend(Backend):
         (the kernel's launch bounds) and at least 4 (the staging of X assumes
         128 threads)."""
         tensor = self.gemm_tensor.get(ta)
-        warpgroup = self.gemm_warpgroup.get(ta) if self.warpgroup_mma and K > 8 and nd <= 128 else None
-        if ta == np.complex64 and self.tensor_cores and nd <= 256 and (warpgroup or tensor) is not None:
+        if tensor is not None and ta == np.complex64 and self.tensor_cores and nd <= 256:
+            BK, NS, MINB = tensor
             KB = 8 if K <= 8 else 16  # fewer right-hand sides are zero columns: the same time as 8
-            if warpgroup:  # warps of 16 rows in whole warpgroups; phases of the k-steps: 8 warps a block
-                BK, NS, MINB = warpgroup
-                MT = 4 * -(-nd // 64)
-                P = 8 // MT
-                threads = 32 * MT * P
-                smem = max(1024 + NS * (16 * MT * BK + BK * (KB + 4)) * ta.itemsize + 512 * BK,
-                           (P - 1) * 32 * MT * 16 * 4)
-            else:  # warps of 16 rows; phases of the k-steps: about 8 warps a block
-                BK, NS, MINB = tensor
-                MT = -(-nd // 16)
-                P = max(1, min(4, 8 // MT, BK // 8))
-                threads = 32 * MT * P
-                smem = max(NS * (nd * (BK + 4) + BK * (KB + 4)) * ta.itemsize, (P - 1) * 32 * MT * KB * 4)
+            MT = -(-nd // 16)
+            P = max(1, min(4, 8 // MT, BK // 8))  # phases of the k-steps: about 8 warps a block
+            smem = max(NS * (nd * (BK + 4) + BK * (KB + 4)) * ta.itemsize, (P - 1) * 32 * MT * KB * 4)
             if smem <= self.smem_limit:
                 VA = 2 if aligned and nm % 2 == 0 else 1
                 VX = 2 if x_pairs else 1
-                if warpgroup:
-                    kind, fn = "sbgemm_wg", kernels.kernel("sbgemm.cu", "sbgemm_wg", BK, NS, P, VA, VX, MINB,
-                                                           arch="sm_90a")
-                else:
-                    MAXT, MINB = (256, MINB) if threads <= 256 else (512, 1)
-                    kind, fn = "sbgemm_tc", kernels.kernel("sbgemm.cu", "sbgemm_tc", KB, BK, NS, P, VA, VX, MAXT,
-                                                           MINB)
+                MAXT, MINB = (256, MINB) if 32 * MT * P <= 256 else (512, 1)
+                fn = kernels.kernel("sbgemm.cu", "sbgemm_tc", KB, BK, NS, P, VA, VX, MAXT, MINB)
                 _allow_shared_memory(fn, smem)
-                S = self._gemm_splits(fn, nf, threads, nm, BK, smem)
+                S = self._gemm_splits(fn, nf, 32 * MT * P, nm, BK, smem)
                 cw = -(-nm // S)
                 cw += cw % VA
                 tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw),
                         np.int32(lda))
-                return fn, (nf * S, -(-K // KB)), (threads,), smem, tail, S, kind
+                return fn, (nf * S, -(-K // KB)), (32 * MT * P,), smem, tail, S, "sbgemm_tc"
         staged = self.gemm_staged.get(ta)
         if KB == 16 and staged is not None:
             TM, TN, BK, NS, MINB = staged

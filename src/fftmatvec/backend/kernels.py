@@ -103,31 +103,27 @@ def ctype(dtype) -> str:
 
 
 @functools.cache
-def _module(fname: str, expr: str, arch: str | None):
+def _module(fname: str, expr: str):
     import cupy
 
-    # CuPy appends the device's -arch=sm_XY; NVRTC given both compiles for the architecture-specific one
-    extra = (f"-arch={arch}",) if arch else ()
-    return cupy.RawModule(code=source(fname), options=options() + extra, name_expressions=(expr,))
+    return cupy.RawModule(code=source(fname), options=options(), name_expressions=(expr,))
 
 
-def kernel(fname: str, name: str, *targs, arch: str | None = None):
+def kernel(fname: str, name: str, *targs):
     """The kernel ``name<targs...>`` from ``native/fname``, compiled on first use.
 
     ``targs`` are dtypes (mapped through :data:`CTYPE`) or ints (template
-    values).  ``arch`` compiles for that target instead of the device's own
-    (``"sm_90a"`` for Hopper's architecture-specific instructions such as
-    ``wgmma``).  Compiled lazily, once per instantiation and device (CuPy's
+    values).  Compiled lazily, once per instantiation and device (CuPy's
     RawModule cache).
     """
     parts = [ctype(a) if not isinstance(a, (int, np.integer)) else str(int(a)) for a in targs]
     expr = f"{name}<{', '.join(parts)}>"
-    return _get(fname, expr, arch)
+    return _get(fname, expr)
 
 
 @functools.cache
-def _get(fname: str, expr: str, arch: str | None):
-    return _module(fname, expr, arch).get_function(expr)
+def _get(fname: str, expr: str):
+    return _module(fname, expr).get_function(expr)
 
 
 def warmup(names: "list[tuple]") -> None:
