@@ -8,6 +8,92 @@ def fmt_us(t):
     return "-" if t is None else f"{t * 1e6:9.1f}"
 
 
+def _kernel_line(r):
+    extra = r.get("variant", r.get("path", ""))
+    return (f"{r['what']:10s} {r.get('size', ''):3s} {'adj' if r.get('adjoint') else '':3s} {r['ta']:10s} "
+            f"{r.get('tx', ''):10s} {str(extra):30s} K={r.get('K', 1):<2d} {fmt_us(r['time_s'])} us  "
+            f"x{r['floor_ratio']:.3f}")
+
+
+def _bench_line(r):  # fftmatvec bench --json
+    return (f"bench Nm={r['Nm']} Nd={r['Nd']} Nt={r['Nt']} K={r['nrhs']} {r['precision']} "
+            f"{'FT' if r['adjoint'] else 'F '} {fmt_us(r['time_s'])} us x{r['floor_ratio']:.3f} "
+            f"b2b {fmt_us(r.get('back_to_back_s'))} out= {fmt_us(r.get('into_out_s'))} "
+            f"per-vec {fmt_us(r['time_per_vector_s'])} naive {fmt_us(r.get('naive_time_s'))} "
+            f"err {r.get('rel_error', '-')}")
+
+
+def _gemm_variant_line(r):
+    if "error" in r:
+        return f"gemm_variant {r['ta']} {r['kind']} {r['tile']} S={r['S']}: ERROR {r['error'][:120]}"
+    return (f"gemm_variant {r['ta']:10s} K={r.get('K', '-'):<2} {r.get('kernel', r.get('kind', '')):14s} "
+            f"{str(r['tile']):22s} S={r['S']}/{r['S_used']} regs={r['regs']} local={r['local_bytes']} "
+            f"{fmt_us(r['time_s'])} us x{r['floor_ratio']:.3f} vs cuBLAS {r['rel_vs_cublas']:.1e}")
+
+
+def _engine_line(r):
+    st = " ".join(f"{k}={v * 1e6:.0f}" for k, v in r.get("stages", {}).items())
+    return (f"engine {r['size']:18s} {r['code']} {'FT' if r['adjoint'] else 'F '} K={r['K']:<3d} "
+            f"{fmt_us(r['time_s'])} us x{r['floor_ratio']:.3f} naive {fmt_us(r.get('naive_s'))} "
+            f"g={int(r['graph'])} [{st}]" + (f" ERR {r['slot_error'][:80]}" if r.get("slot_error") else ""))
+
+
+def _small_line(r):
+    return (f"small {r['code']} {'FT' if r['adjoint'] else 'F '} graph={int(r['graph_allowed'])}"
+            f"/{int(r['recorded'])} b2b {fmt_us(r['per_call_back_to_back_s'])} ev "
+            f"{fmt_us(r['per_call_events_s'])} wall {fmt_us(r['per_call_wall_sync_s'])}"
+            + (f" ERR {r['slot_error'][:80]}" if r.get("slot_error") else ""))
+
+
+def _kernels_line(r):
+    if "error" in r:
+        return f"kernels: {r['error']}"
+    top = sorted(r.get("per_product_us", {}).items(), key=lambda kv: -kv[1])[:5]
+    return (f"kernels {r['size']:5s} K={r['K']:<2d} {r['code']} {'FT' if r['adjoint'] else 'F '} total "
+            f"{r.get('total_us', 0):8.1f} us (floor {r.get('floor_us', 0):8.1f}): "
+            + "; ".join(f"{k[:40]} {v:.1f}" for k, v in top))
+
+
+# one line per record, by its "what"; records of other kinds (or of older forms of a kind) print as JSON
+FORMATS = {
+    "copy_bandwidth": lambda r: f"copy bw {r['Bps'] / 1e12:.3f} TB/s  {r.get('device')}",
+    "sbgemv_fwd": _kernel_line,
+    "sbgemv_adj": _kernel_line,
+    "sbgemm": _kernel_line,
+    "gemm_variant": _gemm_variant_line,
+    "gemm-ab": lambda r: (f"gemm-ab {r['variant']:10s} K={r['K']:<2d} {r['kernel']:14s} {r['time_us']:9.1f} us "
+                          f"x{r['floor_ratio']:.3f} err {r['rel_err']:.1e}"),
+    "fft": lambda r: (f"fft n={r['n']} K={r['K']} {r['real']} {r['layout']}: pad_rfft {fmt_us(r['pad_rfft_s'])} "
+                      f"irfft_unpad {fmt_us(r['irfft_unpad_s'])}  (ideal pad_rfft {fmt_us(r['ideal_pad_rfft_s'])})"),
+    "fft-ab": lambda r: (f"fft-ab {r['variant']:10s} n={r['n']} K={r['K']} Nt={r['nt']} {r['real']} -> {r['ctype']}: "
+                         f"pad_rfft {r['pad_rfft_us']} irfft_unpad {r['irfft_unpad_us']} us"),
+    "fftvar": lambda r: (f"fftvar n={r['n']} K={r['K']} Nt={r['nt']} {r['real']} smem={r['smem_kb']}KB "
+                         f"T={r['threads']} S={r['S']}: pad_rfft {r['pad_rfft_us']} irfft_unpad "
+                         f"{r['irfft_unpad_us']} (ideal {r['ideal_us']})"),
+    "fftradix": lambda r: (f"fftradix n={r['n']} K={r['K']} Nt={r['nt']} {r['real']} {r['rule']} {r['radices']}: "
+                           f"pad_rfft {r['pad_rfft_us']} irfft_unpad {r['irfft_unpad_us']} (ideal {r['ideal_us']})"),
+    "engine": _engine_line,
+    "small": _small_line,
+    "small-operator": lambda r: f"small operator.matvec {fmt_us(r['per_call_events_s'])} us",
+    "kernels": _kernels_line,
+    "host": lambda r: f"host {r['call']}: latency {r['latency_us']} us, back to back {r['back_to_back_us']} us",
+    "wgmma-rate": lambda r: (f"wgmma m64n{r['N']}k8 chains={r['chains']} warpgroups={r['warpgroups']}: "
+                             f"{r['cycles_per_instruction']:.1f} cycles, {r['mac_per_cycle']:.0f} MAC/cycle"),
+    "error": lambda r: f"ERROR in {r['part']}:\n{r['traceback'][-1500:]}",
+}
+
+
+def line(r: dict) -> str:
+    """The summary line of one record."""
+    fmt = FORMATS.get(r.get("what"))
+    if fmt is None and "time_s" in r and "floor_ratio" in r:
+        fmt = _bench_line
+    try:
+        return fmt(r) if fmt else json.dumps(r)[:200]
+    except (KeyError, TypeError, ValueError):  # an older form of the record
+        return json.dumps(r)[:200]
+
+
 def main(path):
     try:
         lines = [json.loads(s) for s in open(path) if s.strip().startswith("{")]
@@ -15,47 +101,7 @@ def main(path):
         print(f"{path}: missing")
         return
     for r in lines:
-        w = r.get("what")
-        if w == "copy_bandwidth":
-            print(f"copy bw {r['Bps'] / 1e12:.3f} TB/s  {r.get('device')}")
-        elif w in ("sbgemv_fwd", "sbgemv_adj", "sbgemm"):
-            extra = r.get("variant", r.get("path", ""))
-            print(f"{w:10s} {r.get('size', ''):3s} {'adj' if r.get('adjoint') else '':3s} {r['ta']:10s} {r.get('tx', ''):10s} "
-                  f"{str(extra):30s} K={r.get('K', 1):<2d} {fmt_us(r['time_s'])} us  x{r['floor_ratio']:.3f}")
-        elif w == "fft":
-            print(f"fft n={r['n']} K={r['K']} {r['real']} {r['layout']}: pad_rfft {fmt_us(r['pad_rfft_s'])} "
-                  f"irfft_unpad {fmt_us(r['irfft_unpad_s'])}  (ideal pad_rfft {fmt_us(r['ideal_pad_rfft_s'])})")
-        elif w == "engine":
-            st = " ".join(f"{k}={v * 1e6:.0f}" for k, v in r.get("stages", {}).items())
-            print(f"engine {r['size']:18s} {r['code']} {'FT' if r['adjoint'] else 'F '} K={r['K']:<3d} "
-                  f"{fmt_us(r['time_s'])} us x{r['floor_ratio']:.3f} naive {fmt_us(r.get('naive_s'))} "
-                  f"g={int(r['graph'])} [{st}]" + (f" ERR {r['slot_error'][:80]}" if r.get("slot_error") else ""))
-        elif w == "small":
-            print(f"small {r['code']} {'FT' if r['adjoint'] else 'F '} graph={int(r['graph_allowed'])}"
-                  f"/{int(r['recorded'])} b2b {fmt_us(r['per_call_back_to_back_s'])} ev "
-                  f"{fmt_us(r['per_call_events_s'])} wall {fmt_us(r['per_call_wall_sync_s'])}"
-                  + (f" ERR {r['slot_error'][:80]}" if r.get("slot_error") else ""))
-        elif w == "small-operator":
-            print(f"small operator.matvec {fmt_us(r['per_call_events_s'])} us")
-        elif w == "kernels":
-            top = sorted(r.get("per_product_us", {}).items(), key=lambda kv: -kv[1])[:5]
-            print(f"kernels {r['size']:5s} K={r['K']:<2d} {r['code']} {'FT' if r['adjoint'] else 'F '} total "
-                  f"{r.get('total_us', 0):8.1f} us (floor {r.get('floor_us', 0):8.1f}): "
-                  + "; ".join(f"{k[:40]} {v:.1f}" for k, v in top))
-        elif w == "fftvar":
-            print(f"fftvar n={r['n']} K={r['K']} Nt={r['nt']} {r['real']} smem={r['smem_kb']}KB T={r['threads']} "
-                  f"S={r['S']}: pad_rfft {r['pad_rfft_us']} irfft_unpad {r['irfft_unpad_us']} (ideal {r['ideal_us']})")
-        elif w == "host":
-            print(f"host {r['call']}: latency {r['latency_us']} us, back to back {r['back_to_back_us']} us")
-        elif w == "error":
-            print(f"ERROR in {r['part']}:\n{r['traceback'][-1500:]}")
-        elif "time_s" in r and "floor_ratio" in r:  # fftmatvec bench --json
-            print(f"bench Nm={r['Nm']} Nd={r['Nd']} Nt={r['Nt']} K={r['nrhs']} {r['precision']} "
-                  f"{'FT' if r['adjoint'] else 'F '} {fmt_us(r['time_s'])} us x{r['floor_ratio']:.3f} "
-                  f"b2b {fmt_us(r.get('back_to_back_s'))} out= {fmt_us(r.get('into_out_s'))} per-vec {fmt_us(r['time_per_vector_s'])} naive {fmt_us(r.get('naive_time_s'))} "
-                  f"err {r.get('rel_error', '-')}")
-        else:
-            print(json.dumps(r)[:200])
+        print(line(r))
 
 
 def markdown(path):
