@@ -86,8 +86,8 @@ def main() -> int:
                                cycles_per_instruction=cycles / n, mac_per_cycle=n * 64 * N * 8 / cycles,
                                device=cp.cuda.runtime.getDeviceProperties(dev.id)["name"].decode())
                     out.write(json.dumps(rec) + "\n")
-                    print(f"m64n{N}k8 chains={chains} warpgroups={groups}: {cycles / n:6.1f} cycles, "
-                          f"{n * 64 * N * 8 / cycles:7.1f} MAC/cycle per multiprocessor")
+                    print(f"m64n{N}k8 chains={chains} warpgroups={groups}: {rec['cycles_per_instruction']:6.1f} "
+                          f"cycles, {rec['mac_per_cycle']:7.1f} MAC/cycle per multiprocessor")
     return 0
 
 
