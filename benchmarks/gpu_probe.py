@@ -10,6 +10,9 @@ responses), so that the big size costs seconds, not minutes.  Times
   thread block) forward and adjoint, at the target sizes,
 * the whole local product (``LocalBTT.apply``) eager and replayed,
 * the naive CuPy pipeline, and K = 16 right-hand sides (native vs cuBLAS),
+* the tiles of the kernels with several right-hand sides, forward
+  (``gemmvar``) and adjoint (``adjvar``), against cuBLAS,
+* the transforms run beside the product on another stream (``overlap``),
 * the device time of every kernel of the replayed product (PyTorch's
   profiler, which records all kernels of the process through CUPTI), and
 * the host time of ``BTTOperator.matvec`` at the fixture size (cProfile),
@@ -54,6 +57,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--parts", default="small,mid,variants,engine,k16,kernels,host")
     ap.add_argument("--kernel-sizes", default="small,mid,big,big16", help="sizes of the kernels part")
+    ap.add_argument("--gemm-dtypes", default="complex64,complex128", help="dtypes of the gemmvar part")
     args = ap.parse_args(argv)
     parts = set(args.parts.split(","))
 
@@ -276,10 +280,11 @@ def main(argv=None) -> int:
 
     def part_kgemm():
         """Per-frequency products with K right-hand sides at the big size: the
-        one-column kernels (``native``), ``sbgemm_fwd`` (``gemm``, forward
-        only) and cuBLAS's batched GEMM."""
+        one-column kernels (``native``), ``native/sbgemm.cu`` (``gemm``:
+        forward, the backend's choice of kernel; ``tensor``: adjoint,
+        ``sbgemm_adj_tc``) and cuBLAS's batched GEMM."""
         eng = get_big()
-        saved = dict(be.blas_min_k), dict(be.gemm_min_k)
+        saved = dict(be.blas_min_k), dict(be.gemm_min_k), dict(be.adj_tensor_min_k)
         for ta in (C64, C128):
             A = eng.Fhat[ta]
             for K in (2, 3, 4, 8, 12, 16, 32):
@@ -288,38 +293,48 @@ def main(argv=None) -> int:
                 d = rand_c((Nf, Nd, K), ta)
                 m = cp.empty((Nf, Nm, K), ta)
                 for adjoint, xx, yy in ((False, x, y), (True, d, m)):
-                    for path in ("native", "gemm", "cublas") if not adjoint else ("native", "cublas"):
-                        if path == "native" and K > (8 if ta == C128 else 16):
+                    for path in ("native", "gemm", "cublas") if not adjoint else ("native", "tensor", "cublas"):
+                        if path == "native" and K > (8 if ta == C128 else 16) or path == "tensor" and K > 16:
                             continue
                         be.blas_min_k[(ta, adjoint)] = 1 if path == "cublas" else 10**6
                         be.gemm_min_k[ta] = 1 if path == "gemm" else 10**6
+                        be.adj_tensor_min_k[ta] = 1 if path == "tensor" else 10**6
                         t = timeit(lambda: be.sbgemv(A, xx, yy, adjoint=adjoint), reps=5)
                         emit(what="sbgemm", adjoint=adjoint, ta=str(ta), K=K, path=path, time_s=t,
                              floor_ratio=t / (A.nbytes / bw))
                 del x, y, d, m
-        be.blas_min_k, be.gemm_min_k = saved
+        be.blas_min_k, be.gemm_min_k, be.adj_tensor_min_k = saved
 
     def part_gemm_variants():
         """sbgemm_tc's and sbgemm_staged's tiles and sbgemm_fwd's lane layouts
-        at K = 16 (and 4, 8, 12 in complex64), big size, each checked against
-        cuBLAS's product."""
+        at K = 4, 8, 12 and 16, big size, each checked against cuBLAS's
+        product and timed beside it."""
         eng = get_big()
         saved = (dict(be.gemm_tiles), dict(be.gemm_staged), dict(be.gemm_tensor), be.gemm_splits,
                  dict(be.gemm_min_k), dict(be.blas_min_k))
         tensor = [("tensor", (32, 3, 2)), ("tensor", (16, 4, 3)), ("tensor", (16, 6, 2))]
-        variants = {(C64, 16): tensor + [("staged", (5, 4, 32, 3, 2)), ("fwd", (2, 4, 2, 2, 2, 2))],
+        tensor128 = [("tensor", (32, 3, 1)), ("tensor", (16, 3, 1)), ("tensor", (16, 3, 2)), ("tensor", (16, 4, 1)),
+                     ("tensor", (16, 6, 1))]
+        deep = [("tensor", (32, 5, 1)), ("tensor", (16, 8, 1))]  # more chunks in flight, one block a multiprocessor
+        variants = {(C64, 16): tensor + deep + [("staged", (5, 4, 32, 3, 2)), ("fwd", (2, 4, 2, 2, 2, 2))],
                     (C64, 12): tensor[:2] + [("staged", (5, 4, 32, 3, 2))],
                     (C64, 8): tensor[:2] + [("fwd", (1, 8, 2, 4, 1, 2))],
                     (C64, 4): tensor[:1] + [("fwd", (1, 8, 2, 4, 2, 2))],
-                    (C128, 16): [("staged", (2, 4, 16, 3, 2)), ("staged", (4, 4, 16, 3, 1)),
-                                 ("fwd", (2, 4, 2, 2, 4, 1))]}
+                    (C128, 16): tensor128 + [("staged", (2, 4, 16, 3, 2))],
+                    (C128, 12): tensor128[:3],
+                    (C128, 8): tensor128[:3] + [("fwd", (2, 4, 2, 2, 4, 2))],
+                    (C128, 4): tensor128[:2] + [("fwd", (1, 8, 2, 2, 4, 2))]}
         for (ta, K), tiles in variants.items():
+            if str(ta) not in args.gemm_dtypes.split(","):
+                continue
             A = eng.Fhat[ta]
             KB = min(16, 1 << (K - 1).bit_length())
             x = rand_c((Nf, Nm, K), ta)
             y = cp.empty((Nf, Nd, K), ta)
             be.blas_min_k[(ta, False)] = 1
-            be.sbgemv(A, x, y, adjoint=False)
+            t = timeit(lambda: be.sbgemv(A, x, y, adjoint=False), reps=5)
+            emit(what="gemm_variant", ta=str(ta), K=K, kind="cublas", kernel="cuBLAS", time_s=t,
+                 floor_ratio=t / (A.nbytes / bw))
             ref = y.copy()
             be.blas_min_k[(ta, False)] = 10**6
             be.gemm_min_k[ta] = 1
@@ -343,6 +358,38 @@ def main(argv=None) -> int:
                          regs=int(cfg[0].num_regs), local_bytes=int(cfg[0].local_size_bytes), grid=cfg[1],
                          block=cfg[2], smem=cfg[3], time_s=t, floor_ratio=t / (A.nbytes / bw), rel_vs_cublas=err)
         be.gemm_tiles, be.gemm_staged, be.gemm_tensor, be.gemm_splits, be.gemm_min_k, be.blas_min_k = saved
+        be._launch.clear()
+
+    def part_adj_variants():
+        """sbgemm_adj_tc's tiles (W, U, MINB) at K = 8 and 16, big size, each
+        checked against cuBLAS's adjoint product and timed beside it."""
+        eng = get_big()
+        saved = dict(be.adj_tensor), dict(be.adj_tensor_min_k), dict(be.blas_min_k)
+        tiles = [(8, 1, 2), (8, 2, 1), (8, 2, 2), (8, 4, 1), (4, 2, 2), (4, 4, 3), (8, 4, 2)]
+        for ta in (C64, C128):
+            if str(ta) not in args.gemm_dtypes.split(","):
+                continue
+            A = eng.Fhat[ta]
+            for K in (16, 8):
+                d = rand_c((Nf, Nd, K), ta)
+                m = cp.empty((Nf, Nm, K), ta)
+                be.adj_tensor_min_k[ta], be.blas_min_k[(ta, True)] = 10**6, 1
+                t = timeit(lambda: be.sbgemv(A, d, m, adjoint=True), reps=5)
+                emit(what="gemm_variant", ta=str(ta), K=K, kind="cublas", kernel="cuBLAS adjoint", time_s=t,
+                     floor_ratio=t / (A.nbytes / bw))
+                ref = m.copy()
+                be.adj_tensor_min_k[ta] = 1
+                for tile in tiles:
+                    be.adj_tensor[ta] = tile
+                    be._launch.clear()
+                    m[...] = 0
+                    t = timeit(lambda: be.sbgemv(A, d, m, adjoint=True), reps=5)
+                    fn, grid, block, smem, tail = next(v for k, v in be._launch.items() if k[0] == "gemm-adj")
+                    emit(what="gemm_variant", ta=str(ta), K=K, kind="adj-tensor", kernel="sbgemm_adj_tc", tile=tile,
+                         S=None, S_used=int(tail[4]), regs=int(fn.num_regs), local_bytes=int(fn.local_size_bytes),
+                         grid=grid, block=block, smem=smem, time_s=t, floor_ratio=t / (A.nbytes / bw),
+                         rel_vs_cublas=float(cp.linalg.norm(m - ref) / cp.linalg.norm(ref)))
+        be.adj_tensor, be.adj_tensor_min_k, be.blas_min_k = saved
         be._launch.clear()
 
     def engine_runs(eng, codes, K, label, naive=True, stages=True):
@@ -392,6 +439,65 @@ def main(argv=None) -> int:
                     emit(what="engine", size=f"{label}-rows{C}", code=code, adjoint=False, K=1, time_s=t,
                          floor_s=floor, floor_ratio=t / floor, graph=False, stages=st, one_piece_s=t1)
                 eng._workspaces.clear()
+
+    def part_overlap():
+        """The most that running the transforms beside the product could save:
+        the three stages one after another on one stream against the product
+        on one stream and both transforms (on other buffers) on another, all
+        queued at once (CUDA events around both; nothing depends on anything)."""
+        main_s, prod_s, fft_s = (cp.cuda.Stream(non_blocking=True) for _ in range(3))
+
+        def stream_time(fn, reps=7):
+            ts = []
+            for i in range(reps + 2):
+                e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+                e0.record(main_s)
+                with main_s:
+                    fn()
+                e1.record(main_s)
+                e1.synchronize()
+                ts.append(cp.cuda.get_elapsed_time(e0, e1) * 1e-3)
+            return float(np.median(ts[2:]))
+
+        cases = [(get_big(), "big", 1, "ddddd", False), (get_big(), "big", 1, "ddddd", True),
+                 (get_big(), "big", 1, "dssdd", False), (get_big(), "big", 16, "ddddd", False),
+                 (get_big(), "big", 16, "dssdd", False)]
+        mid = engine(50, 1000, 500, (C128, C64))
+        cases += [(mid, "mid", 1, "ddddd", False), (mid, "mid", 1, "dssdd", False)]
+        for eng, label, K, code, adjoint in cases:
+            prec = parse(code)
+            A = eng.Fhat[prec.sbgemv]
+            n_in, n_out = (eng.nd, eng.nm) if adjoint else (eng.nm, eng.nd)
+            bufs = [(cp.random.standard_normal((n_in, eng.Nt, K)).astype(prec.pad),
+                     cp.empty((eng.Nf, n_in, K), prec.fft_hat), cp.empty((eng.Nf, n_out, K), prec.sbgemv),
+                     cp.empty((n_out, eng.Nt, K), prec.reduce)) for _ in range(2)]
+            (x, xh, yh, y), (x2, xh2, yh2, y2) = bufs
+            be.pad_rfft(x, xh)
+
+            def in_order():
+                be.pad_rfft(x, xh)
+                be.sbgemv(A, xh, yh, adjoint)
+                be.irfft_unpad(yh, y, prec.ifft)
+
+            def side_by_side():
+                fork = main_s.record()
+                prod_s.wait_event(fork)
+                fft_s.wait_event(fork)
+                with prod_s:
+                    be.sbgemv(A, xh, yh, adjoint)
+                with fft_s:
+                    be.pad_rfft(x2, xh2)
+                    be.irfft_unpad(yh2, y2, prec.ifft)
+                main_s.wait_event(prod_s.record())
+                main_s.wait_event(fft_s.record())
+
+            floor = A.nbytes / bw
+            rec = dict(what="overlap", size=label, K=K, code=code, adjoint=adjoint, floor_s=floor,
+                       in_order_s=stream_time(in_order), side_by_side_s=stream_time(side_by_side),
+                       product_s=stream_time(lambda: be.sbgemv(A, xh, yh, adjoint)),
+                       transforms_s=stream_time(lambda: (be.pad_rfft(x2, xh2), be.irfft_unpad(yh2, y2, prec.ifft))))
+            emit(**rec)
+            eng._workspaces.clear()
 
     def part_k16():
         eng = get_big()
@@ -670,11 +776,13 @@ def main(argv=None) -> int:
                         rec["host_us"] = round(host_time(fn)[0] * 1e6, 2)
                         emit(**rec)
 
-    for name, fn in (("latency", part_latency), ("small", part_small), ("mid", part_mid), ("midvar", part_mid_variants),
-                     ("fft", part_fft), ("fftvar", part_fft_variants), ("fftradix", part_fft_radices), ("variants", part_variants), ("engine", part_engine),
-                     ("kgemm", part_kgemm), ("gemmvar", part_gemm_variants), ("k16", part_k16), ("kernels", part_kernels),
-                     ("kernelsk", part_kernels_nrhs), ("host", part_host),
-                     ("chunks", part_chunks), ("hostparts", part_host_parts), ("wait", part_wait)):
+    for name, fn in (("latency", part_latency), ("small", part_small), ("mid", part_mid),
+                     ("midvar", part_mid_variants), ("fft", part_fft), ("fftvar", part_fft_variants),
+                     ("fftradix", part_fft_radices), ("variants", part_variants), ("engine", part_engine),
+                     ("kgemm", part_kgemm), ("gemmvar", part_gemm_variants), ("adjvar", part_adj_variants),
+                     ("k16", part_k16), ("overlap", part_overlap), ("kernels", part_kernels),
+                     ("kernelsk", part_kernels_nrhs), ("host", part_host), ("chunks", part_chunks),
+                     ("hostparts", part_host_parts), ("wait", part_wait)):
         if name in parts:
             guarded(name, fn)
     if out:

@@ -26,9 +26,19 @@ def _bench_line(r):  # fftmatvec bench --json
 def _gemm_variant_line(r):
     if "error" in r:
         return f"gemm_variant {r['ta']} {r['kind']} {r['tile']} S={r['S']}: ERROR {r['error'][:120]}"
+    if r.get("kind") == "cublas":  # the reference product, timed beside the variants
+        return f"gemm_variant {r['ta']:10s} K={r['K']:<2} cuBLAS {fmt_us(r['time_s'])} us x{r['floor_ratio']:.3f}"
     return (f"gemm_variant {r['ta']:10s} K={r.get('K', '-'):<2} {r.get('kernel', r.get('kind', '')):14s} "
             f"{str(r['tile']):22s} S={r['S']}/{r['S_used']} regs={r['regs']} local={r['local_bytes']} "
             f"{fmt_us(r['time_s'])} us x{r['floor_ratio']:.3f} vs cuBLAS {r['rel_vs_cublas']:.1e}")
+
+
+def _overlap_line(r):
+    f = r["floor_s"]
+    return (f"overlap {r['size']:4s} K={r['K']:<2} {r['code']} {'FT' if r['adjoint'] else 'F '} "
+            f"in order {fmt_us(r['in_order_s'])} us x{r['in_order_s'] / f:.3f}, side by side "
+            f"{fmt_us(r['side_by_side_s'])} us x{r['side_by_side_s'] / f:.3f} (product {fmt_us(r['product_s'])}, "
+            f"transforms {fmt_us(r['transforms_s'])})")
 
 
 def _engine_line(r):
@@ -61,6 +71,7 @@ FORMATS = {
     "sbgemv_adj": _kernel_line,
     "sbgemm": _kernel_line,
     "gemm_variant": _gemm_variant_line,
+    "overlap": _overlap_line,
     "gemm-ab": lambda r: (f"gemm-ab {r['variant']:10s} K={r['K']:<2d} {r['kernel']:14s} {r['time_us']:9.1f} us "
                           f"x{r['floor_ratio']:.3f} err {r['rel_err']:.1e}"),
     "fft": lambda r: (f"fft n={r['n']} K={r['K']} {r['real']} {r['layout']}: pad_rfft {fmt_us(r['pad_rfft_s'])} "

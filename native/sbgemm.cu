@@ -1,8 +1,9 @@
-// sbgemm.cu -- forward per-frequency product with several right-hand sides (stage 3):
-// sbgemm_fwd (Fhat through registers, X staged; any number of rows),
+// sbgemm.cu -- per-frequency products with several right-hand sides (stage 3).
+// Forward: sbgemm_fwd (Fhat through registers, X staged; any number of rows),
 // sbgemm_staged (Fhat and X staged by asynchronous copies; up to 64 TM rows)
-// and sbgemm_tc (complex64 on the tensor cores, staged as sbgemm_staged; up
-// to 256 rows; CUDA only), which the backend takes first where it can.
+// and sbgemm_tc (on the tensor cores, staged as sbgemm_staged; up to 256
+// rows; CUDA only), which the backend takes first where it can.  Adjoint:
+// sbgemm_adj_tc (on the tensor cores; CUDA only), at the end of the file.
 //
 //   A : rows of Fhat, row i of frequency f at A + (f * lda + i) * nm (lda >= nd), complex TA
 //   X : (nf, nm, K) complex TX (cast to TA when staged)
@@ -415,23 +416,26 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
 
 #ifndef FMV_HIP
 // ---------------------------------------------------------------------------
-// Forward product in complex64 on the tensor cores (3xTF32), KB = 8 or 16
-// right-hand sides a block, in the 3M form of sbgemm_fwd: three real products
-// T1 = Ar Xr, T2 = Ai Xi and T3 = (Ar + Ai)(Xr + Xi), Re Y = T1 - T2 and
-// Im Y = T3 - T1 - T2, so three tensor-core products where the complex
-// product as one real product of twice the size takes four.
-// mma.sync.m16n8k8 (TF32 in, float32 sums): a k-step is complex columns
-// j0 .. j0 + 7, k slot t column j0 + t and slot t + 4 column j0 + t + 4, so a
-// lane's values of A for its two rows are four complex64 in shared memory
-// (real parts, imaginary parts and their sums make the three A fragments), and
-// two complex64 of X make its B fragments of the three products.
-// 3xTF32: each float v = big + small, big = tf32(v), small = v - big; a
-// product sums big*small, small*big and big*big, and drops small*small
-// (2^-21 relative).  The tensor core's float32 sums lose a little on every
-// addition, in one direction (measured: an error growing with the number of
-// columns, 2.4e-5 at 10000 against float32's 2e-6), so its sums start from
-// zero each chunk and are added to the kept Re Y and Im Y in float32
-// arithmetic: about float32's accuracy.
+// Forward product on the tensor cores, KB = 8 or 16 right-hand sides a block,
+// in the 3M form of sbgemm_fwd: three real products T1 = Ar Xr, T2 = Ai Xi and
+// T3 = (Ar + Ai)(Xr + Xi), Re Y = T1 - T2 and Im Y = T3 - T1 - T2, so three
+// tensor-core products where the complex product as one real product of
+// twice the size takes four.  A k-step is complex columns j0 .. j0 + 7 of an
+// m16n8k8 product, k slot t column j0 + t and slot t + 4 column j0 + t + 4, so
+// a lane's values of A for its two rows are four complex values in shared
+// memory (real parts, imaginary parts and their sums make the three A
+// fragments), and two complex values of X make its B fragments of the three
+// products (TensorProduct):
+// * complex64: mma.sync.m16n8k8 in TF32 with float32 sums (compute capability
+//   8.0), as 3xTF32: each float v = big + small, big = tf32(v), small = v - big;
+//   a product sums big*small, small*big and big*big, and drops small*small
+//   (2^-21 relative).  The tensor core's float32 sums lose a little on every
+//   addition, in one direction (measured: an error growing with the number of
+//   columns, 2.4e-5 at 10000 against float32's 2e-6), so its sums start from
+//   zero each chunk and are added to the kept Re Y and Im Y in float32
+//   arithmetic: about float32's accuracy.
+// * complex128: mma.sync.m16n8k8 in float64 (compute capability 9.0), whose
+//   sums are float64 additions: the three products go on over all chunks.
 // Block (f, column split) as in sbgemm_staged, blockIdx.y the chunk of KB
 // right-hand sides, chunks of BK columns of A (rows < nd) and of X copied in
 // by cp.async, NS deep.  Warp w takes rows 16 (w % MT) .. + 15 (MT =
@@ -440,9 +444,8 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
 // are summed through shared memory at the end.
 // MAXT, MINB: launch bounds (blockDim.x <= MAXT; registers capped for MINB blocks a multiprocessor).
 // Launch: blockDim.x = 32 MT P <= MAXT, gridDim.x = nf * S, gridDim.y = ceil(K / KB),
-// dynamic shared memory max(NS (nd AS + BK XS) 8, (P - 1) 32 MT KB 4) bytes,
-// AS = BK + 4, XS = KB + 4 (complex64 strides: the lanes of a load in distinct banks).
-// Needs compute capability 8.0 (TF32 mma.sync).
+// dynamic shared memory max(NS (nd AS + BK XS) sizeof(TA), (P - 1) 32 MT KB sizeof(real)) bytes,
+// AS = BK + 4, XS = KB + 4 (complex64) or KB + 2 (complex128): the lanes of a load in distinct banks.
 // ---------------------------------------------------------------------------
 namespace fmv {
 
@@ -454,28 +457,121 @@ FMV_DEV void tf32_split(float v, unsigned& big, unsigned& small) {
     small = __float_as_uint(v - __uint_as_float(big));
 }
 
-// d += a b for one 16 x 8 x 8 tile (fragments as in the PTX ISA's m16n8k8 .tf32 layout)
-FMV_DEV void mma_tf32(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+// d += a b for one 16 x 8 x 8 tile (fragments as in the PTX ISA's m16n8k8 layouts, TF32 or float64)
+FMV_DEV void mma_m16n8k8(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
         "{%0,%1,%2,%3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+FMV_DEV void mma_m16n8k8(double (&d)[4], const double (&a)[4], double b0, double b1) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+        : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b0), "d"(b1));
+}
+
+// The three products of one k-step for one tile of 8 right-hand sides: A's fragments from its four values
+// a[e] (row g, + 8 for odd e; column t, + 4 for e >= 2), then t1 += Ar Xr, t2 += Ai Xi, t3 += (Ar + Ai)(Xr + Xi)
+// with X's values v0 (row t) and v1 (row t + 4) of column g.  `fold`: the sums restart each chunk.
+template <typename TA> struct TensorProduct;
+template <> struct TensorProduct<float2> {
+    static constexpr bool fold = true;
+    struct AFragments {
+        unsigned rbig[4], rsmall[4], ibig[4], ismall[4], sbig[4], ssmall[4];
+    };
+    static FMV_DEV AFragments a_fragments(const float2 (&a)[4]) {
+        AFragments f;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            tf32_split(a[e].x, f.rbig[e], f.rsmall[e]);
+            tf32_split(a[e].y, f.ibig[e], f.ismall[e]);
+            tf32_split(a[e].x + a[e].y, f.sbig[e], f.ssmall[e]);
+        }
+        return f;
+    }
+    static FMV_DEV void products(float (&t1)[4], float (&t2)[4], float (&t3)[4], const AFragments& f, float2 v0,
+                                 float2 v1) {
+        unsigned rb0, rs0, rb1, rs1, ib0, is0, ib1, is1, sb0, ss0, sb1, ss1;
+        tf32_split(v0.x, rb0, rs0);
+        tf32_split(v1.x, rb1, rs1);
+        tf32_split(v0.y, ib0, is0);
+        tf32_split(v1.y, ib1, is1);
+        tf32_split(v0.x + v0.y, sb0, ss0);
+        tf32_split(v1.x + v1.y, sb1, ss1);
+        mma_m16n8k8(t1, f.rbig, rs0, rs1);
+        mma_m16n8k8(t2, f.ibig, is0, is1);
+        mma_m16n8k8(t3, f.sbig, ss0, ss1);
+        mma_m16n8k8(t1, f.rsmall, rb0, rb1);
+        mma_m16n8k8(t2, f.ismall, ib0, ib1);
+        mma_m16n8k8(t3, f.ssmall, sb0, sb1);
+        mma_m16n8k8(t1, f.rbig, rb0, rb1);
+        mma_m16n8k8(t2, f.ibig, ib0, ib1);
+        mma_m16n8k8(t3, f.sbig, sb0, sb1);
+    }
+};
+template <> struct TensorProduct<double2> {
+    static constexpr bool fold = false;
+    struct AFragments {
+        double r[4], i[4], s[4];
+    };
+    static FMV_DEV AFragments a_fragments(const double2 (&a)[4]) {
+        AFragments f;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            f.r[e] = a[e].x;
+            f.i[e] = a[e].y;
+            f.s[e] = a[e].x + a[e].y;
+        }
+        return f;
+    }
+    static FMV_DEV void products(double (&t1)[4], double (&t2)[4], double (&t3)[4], const AFragments& f,
+                                 double2 v0, double2 v1) {
+        mma_m16n8k8(t1, f.r, v0.x, v1.x);
+        mma_m16n8k8(t2, f.i, v0.y, v1.y);
+        mma_m16n8k8(t3, f.s, v0.x + v0.y, v1.x + v1.y);
+    }
+};
+
+// One lane's sums of the 3M form over NH tiles of 8 right-hand sides: the tensor core's terms T1 (tiles h <
+// NH), T2 (NH + h) and T3 (2 NH + h), and the kept Re Y (tiles h < NH) and Im Y (NH + h), all zero at first.
+template <typename R, int NH> struct Sums3M {
+    R sum[2 * NH][4], terms[3 * NH][4];
+    FMV_DEV Sums3M() {
+#pragma unroll
+        for (int n = 0; n < 3 * NH; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) terms[n][e] = sum[n % (2 * NH)][e] = 0;
+    }
+    // Re Y += T1 - T2, Im Y += T3 - T1 - T2, and the terms restart from zero
+    FMV_DEV void add_terms() {
+#pragma unroll
+        for (int h = 0; h < NH; ++h)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                sum[h][e] += terms[h][e] - terms[NH + h][e];
+                sum[NH + h][e] += terms[2 * NH + h][e] - terms[h][e] - terms[NH + h][e];
+                terms[h][e] = terms[NH + h][e] = terms[2 * NH + h][e] = 0;
+            }
+    }
+};
 
 }  // namespace fmv
 
-template <int KB, int BK, int NS, int P, int VA, int VX, int MAXT, int MINB>
+template <typename TA, int KB, int BK, int NS, int P, int VA, int VX, int MAXT, int MINB>
 __global__ void __launch_bounds__(MAXT, MINB)
-sbgemm_tc(const float2* __restrict__ A, const float2* __restrict__ X, float2* __restrict__ Y, int nf, int nd, int nm,
-          int K, int S, int cw, int lda) {
-    constexpr int NH = KB / 8;           // tiles of 8 output columns per half (Re, Im)
+sbgemm_tc(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm, int K,
+          int S, int cw, int lda) {
+    typedef typename fmv::real_of<TA>::type R;
+    typedef fmv::TensorProduct<TA> Product;
+    constexpr int NH = KB / 8;  // tiles of 8 output columns per half (Re, Im)
     constexpr int AS = BK + 4;
-    constexpr int XS = KB + 4;
+    constexpr int XS = KB + (sizeof(TA) == 16 ? 2 : 4);
     static_assert((KB == 8 || KB == 16) && BK % 16 == 0 && (BK / 8) % P == 0 && 32 % (BK / VA) == 0 && NS >= 2,
                   "tile");
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
-    float2* as = reinterpret_cast<float2*>(fmv_smem);  // [NS][nd][AS]
-    float2* xs = as + NS * nd * AS;                    // [NS][BK][XS]
+    TA* as = reinterpret_cast<TA*>(fmv_smem);  // [NS][nd][AS]
+    TA* xs = as + NS * nd * AS;                // [NS][BK][XS]
 
     const int tid = threadIdx.x, nthreads = blockDim.x;
     const int lane = tid & 31, warp = tid >> 5;
@@ -483,75 +579,38 @@ sbgemm_tc(const float2* __restrict__ A, const float2* __restrict__ X, float2* __
     const int MT = (nd + 15) / 16;
     const int mt = warp % MT, ph = warp / MT;
     const fmv::BlockShare<BK, KB> b(S, cw, nm, K);
-    const fmv::ChunkCopies<float2, BK, KB, VA, VX, AS, XS> copies(A, X, nd, nm, K, lda, b, tid, nthreads);
+    const fmv::ChunkCopies<TA, BK, KB, VA, VX, AS, XS> copies(A, X, nd, nm, K, lda, b, tid, nthreads);
     auto issue = [&](int c) { copies.issue(c, as + (c % NS) * nd * AS, xs + (c % NS) * BK * XS); };
 
-    float sum[2 * NH][4];  // tiles h < NH: Re Y[:, 8h ..]; NH + h: Im Y[:, 8h ..]
-#pragma unroll
-    for (int n = 0; n < 2 * NH; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) sum[n][e] = 0.f;
+    fmv::Sums3M<R, NH> acc;
     const int r0 = fmv::min_(16 * mt + g, nd - 1) * AS, r1 = fmv::min_(16 * mt + g + 8, nd - 1) * AS;
 
     fmv::for_each_staged_chunk<NS>(b.nchunks, issue, [&](int c) {
-        const float2* ab = as + (c % NS) * nd * AS;
-        const float2* xb = xs + (c % NS) * BK * XS + g;
-        float part[3 * NH][4];  // this chunk's T1 (tiles h < NH), T2 (NH + h) and T3 (2 NH + h), in the tensor core
-#pragma unroll
-        for (int n = 0; n < 3 * NH; ++n)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) part[n][e] = 0.f;
+        const TA* ab = as + (c % NS) * nd * AS;
+        const TA* xb = xs + (c % NS) * BK * XS + g;
 #pragma unroll
         for (int u = 0; u < BK / (8 * P); ++u) {
             const int j = 8 * (ph + u * P) + t;
-            // fragment element e: row g (+8 for odd e), column j (+4 for e >= 2)
-            const float2 a[4] = {ab[r0 + j], ab[r1 + j], ab[r0 + j + 4], ab[r1 + j + 4]};
-            unsigned rbig[4], rsmall[4], ibig[4], ismall[4], sbig[4], ssmall[4];
+            const TA a[4] = {ab[r0 + j], ab[r1 + j], ab[r0 + j + 4], ab[r1 + j + 4]};
+            const typename Product::AFragments af = Product::a_fragments(a);
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                fmv::tf32_split(a[e].x, rbig[e], rsmall[e]);
-                fmv::tf32_split(a[e].y, ibig[e], ismall[e]);
-                fmv::tf32_split(a[e].x + a[e].y, sbig[e], ssmall[e]);
-            }
-#pragma unroll
-            for (int h = 0; h < NH; ++h) {
-                const float2 v0 = xb[j * XS + 8 * h], v1 = xb[(j + 4) * XS + 8 * h];
-                unsigned rb0, rs0, rb1, rs1, ib0, is0, ib1, is1, sb0, ss0, sb1, ss1;
-                fmv::tf32_split(v0.x, rb0, rs0);
-                fmv::tf32_split(v1.x, rb1, rs1);
-                fmv::tf32_split(v0.y, ib0, is0);
-                fmv::tf32_split(v1.y, ib1, is1);
-                fmv::tf32_split(v0.x + v0.y, sb0, ss0);
-                fmv::tf32_split(v1.x + v1.y, sb1, ss1);
-                fmv::mma_tf32(part[h], rbig, rs0, rs1);
-                fmv::mma_tf32(part[NH + h], ibig, is0, is1);
-                fmv::mma_tf32(part[2 * NH + h], sbig, ss0, ss1);
-                fmv::mma_tf32(part[h], rsmall, rb0, rb1);
-                fmv::mma_tf32(part[NH + h], ismall, ib0, ib1);
-                fmv::mma_tf32(part[2 * NH + h], ssmall, sb0, sb1);
-                fmv::mma_tf32(part[h], rbig, rb0, rb1);
-                fmv::mma_tf32(part[NH + h], ibig, ib0, ib1);
-                fmv::mma_tf32(part[2 * NH + h], sbig, sb0, sb1);
-            }
+            for (int h = 0; h < NH; ++h)
+                Product::products(acc.terms[h], acc.terms[NH + h], acc.terms[2 * NH + h], af, xb[j * XS + 8 * h],
+                                  xb[(j + 4) * XS + 8 * h]);
         }
-#pragma unroll
-        for (int h = 0; h < NH; ++h)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                sum[h][e] += part[h][e] - part[NH + h][e];
-                sum[NH + h][e] += part[2 * NH + h][e] - part[h][e] - part[NH + h][e];
-            }
+        if (Product::fold) acc.add_terms();
     });
+    if (!Product::fold) acc.add_terms();
 
     // phases 1 .. P-1 leave their sums in shared memory, phase 0 adds them in order and writes Y
-    float* red = reinterpret_cast<float*>(fmv_smem);  // [P - 1][32 MT][2 NH][4]
+    R* red = reinterpret_cast<R*>(fmv_smem);  // [P - 1][32 MT][2 NH][4]
     const int slot = tid % (32 * MT);
     if (ph > 0) {
-        float* r = red + ((ph - 1) * 32 * MT + slot) * 8 * NH;
+        R* r = red + ((ph - 1) * 32 * MT + slot) * 8 * NH;
 #pragma unroll
         for (int n = 0; n < 2 * NH; ++n)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) r[n * 4 + e] = sum[n][e];
+            for (int e = 0; e < 4; ++e) r[n * 4 + e] = acc.sum[n][e];
     }
     __syncthreads();
     if (ph == 0) {
@@ -560,15 +619,107 @@ sbgemm_tc(const float2* __restrict__ A, const float2* __restrict__ X, float2* __
 #pragma unroll
             for (int e = 0; e < 4; ++e)
 #pragma unroll
-                for (int p = 1; p < P; ++p) sum[n][e] += red[((p - 1) * 32 * MT + slot) * 8 * NH + n * 4 + e];
-        float2* ys = Y + (index_t)b.split * nf * nd * K;
+                for (int p = 1; p < P; ++p) acc.sum[n][e] += red[((p - 1) * 32 * MT + slot) * 8 * NH + n * 4 + e];
+        TA* ys = Y + (index_t)b.split * nf * nd * K;
 #pragma unroll
         for (int h = 0; h < NH; ++h)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {  // fragment element e: row g (+8 for e >= 2), column 2t + (e & 1)
                 const int i = 16 * mt + g + 8 * (e >> 1), k = 8 * h + 2 * t + (e & 1);
                 if (i < nd && k < b.kn)
-                    ys[((index_t)b.f * nd + i) * K + b.k0 + k] = fmv::cmake<float2>(sum[h][e], sum[NH + h][e]);
+                    ys[((index_t)b.f * nd + i) * K + b.k0 + k] = fmv::cmake<TA>(acc.sum[h][e], acc.sum[NH + h][e]);
+            }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Adjoint product on the tensor cores, KB = 8 or 16 right-hand sides a block:
+//   Y[f, j, k] = sum_i conj(A[f, i, j]) X[f, i, k]     A : (nf, nd, nm) complex TA, C-contiguous
+//   X : (nf, nd, K) complex TX (cast to TA),  Y : (nf, nm, K) complex TA
+// in the 3M form of sbgemm_tc (TensorProduct, A's fragments made from conj(A)).
+// An m16n8k8 tile's 16 rows are 16 columns j of A and its depth 8 rows i, so
+// a warp takes a tile of 16 columns of its frequency, all KB right-hand sides,
+// and goes down all nd rows.  Each element of A feeds only that warp, so A
+// goes from global memory straight into the fragments (a load of the lanes
+// with one t reads 8 consecutive columns of a row; 4 rows a load), with the
+// loads of the next U k-steps in flight; X[f]'s KB right-hand sides are staged once
+// per block in shared memory, rows past nd zero.  Float32 tensor sums restart
+// every FOLD k-steps (TensorProduct::fold).
+// Block (f, column split): blockIdx.x = f S + split, columns split cw .. min(nm,
+// (split + 1) cw) - 1, taken 16 at a time by the W warps in turn; blockIdx.y
+// the chunk of KB right-hand sides.
+// Launch: blockDim.x = 32 W, gridDim.x = nf * S, gridDim.y = ceil(K / KB),
+// dynamic shared memory 8 ceil(nd / 8) XS sizeof(TA) bytes, XS = KB + 4
+// (complex64) or KB + 2 (complex128).
+// ---------------------------------------------------------------------------
+template <typename TA, typename TX, int KB, int W, int U, int MINB>
+__global__ void __launch_bounds__(32 * W, MINB)
+sbgemm_adj_tc(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm, int K,
+              int S, int cw) {
+    typedef typename fmv::real_of<TA>::type R;
+    typedef fmv::TensorProduct<TA> Product;
+    constexpr int NH = KB / 8;  // tiles of 8 output columns per half (Re, Im)
+    constexpr int XS = KB + (sizeof(TA) == 16 ? 2 : 4);
+    constexpr int FOLD = 16;
+    static_assert(KB == 8 || KB == 16, "tile");
+    extern __shared__ double2 fmv_smem[];  // 16-byte aligned
+    TA* xs = reinterpret_cast<TA*>(fmv_smem);  // [8 steps][XS]
+
+    const int split = blockIdx.x % S, f = blockIdx.x / S;
+    const int k0 = blockIdx.y * KB, kn = fmv::min_(KB, K - k0);
+    const int steps = (nd + 7) / 8;
+    const TX* xf = X + (index_t)f * nd * K + k0;
+    for (int e = threadIdx.x; e < 8 * steps * KB; e += blockDim.x) {
+        const int i = e / KB, k = e % KB;
+        xs[i * XS + k] = i < nd && k < kn ? fmv::cload<TA>(xf + (index_t)i * K + k) : fmv::czero<TA>();
+    }
+    __syncthreads();
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int jend = fmv::min_(nm, (split + 1) * cw);
+    const TA* af = A + (index_t)f * nd * nm;
+    TA* yf = Y + (index_t)f * nm * K + k0;
+    for (int j0 = split * cw + 16 * warp; j0 < jend; j0 += 16 * W) {
+        // this lane's values of A at k-step s, fragment element e: row i = 8 s + t (+4 for e >= 2), column
+        // j0 + g (+8 for odd e); zero past the last row and column
+        auto load = [&](int s, TA (&a)[4]) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int i = 8 * s + t + 4 * (e >> 1), j = j0 + g + 8 * (e & 1);
+                a[e] = i < nd && j < jend ? FMV_LDCS(af + (index_t)i * nm + j) : fmv::czero<TA>();
+            }
+        };
+        fmv::Sums3M<R, NH> acc;
+        TA ahead[U][4];  // k-steps s .. s + U - 1: k-step s + q in ahead[q]
+#pragma unroll
+        for (int q = 0; q < U; ++q)
+            if (q < steps) load(q, ahead[q]);
+        for (int s0 = 0; s0 < steps; s0 += U) {
+#pragma unroll
+            for (int q = 0; q < U; ++q) {
+                const int s = s0 + q;
+                if (s >= steps) break;
+                TA a[4];
+#pragma unroll
+                for (int e = 0; e < 4; ++e) a[e] = fmv::cmake<TA>(ahead[q][e].x, -ahead[q][e].y);
+                if (s + U < steps) load(s + U, ahead[q]);
+                const typename Product::AFragments frag = Product::a_fragments(a);
+                const TA* xb = xs + (8 * s + t) * XS + g;
+#pragma unroll
+                for (int h = 0; h < NH; ++h)
+                    Product::products(acc.terms[h], acc.terms[NH + h], acc.terms[2 * NH + h], frag, xb[8 * h],
+                                      xb[4 * XS + 8 * h]);
+                if (Product::fold && (s + 1) % FOLD == 0) acc.add_terms();
+            }
+        }
+        acc.add_terms();
+#pragma unroll
+        for (int h = 0; h < NH; ++h)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {  // fragment element e: row g (+8 for e >= 2), column 2t + (e & 1)
+                const int j = j0 + g + 8 * (e >> 1), k = 8 * h + 2 * t + (e & 1);
+                if (j < jend && k < kn) yf[(index_t)j * K + k] = fmv::cmake<TA>(acc.sum[h][e], acc.sum[NH + h][e]);
             }
     }
 }
@@ -596,12 +747,21 @@ FMV_STAGED(float2, 5, 4, 32, 3, 2, 2, 2)
 FMV_STAGED(float2, 5, 4, 32, 3, 1, 1, 2)
 FMV_STAGED(double2, 2, 4, 16, 3, 1, 1, 2)
 #ifndef FMV_HIP
-#define FMV_TC(KB, BK, NS, P, VA, VX, MAXT, MINB)                                                     \
-    template __global__ void sbgemm_tc<KB, BK, NS, P, VA, VX, MAXT, MINB>(const float2*, const float2*, float2*, int, \
-                                                                         int, int, int, int, int, int);
-FMV_TC(16, 32, 3, 1, 2, 2, 256, 2)
-FMV_TC(16, 32, 3, 2, 1, 1, 512, 1)
-FMV_TC(8, 32, 3, 4, 2, 2, 256, 2)
-FMV_TC(8, 16, 4, 1, 2, 1, 256, 3)
+#define FMV_TC(TA, KB, BK, NS, P, VA, VX, MAXT, MINB)                                                 \
+    template __global__ void sbgemm_tc<TA, KB, BK, NS, P, VA, VX, MAXT, MINB>(const TA*, const TA*, TA*, int, int, \
+                                                                             int, int, int, int, int);
+FMV_TC(float2, 16, 32, 3, 1, 2, 2, 256, 2)
+FMV_TC(float2, 16, 32, 3, 2, 1, 1, 512, 1)
+FMV_TC(float2, 8, 32, 3, 4, 2, 2, 256, 2)
+FMV_TC(float2, 8, 16, 4, 1, 2, 1, 256, 3)
+FMV_TC(double2, 16, 16, 3, 1, 1, 1, 256, 2)
+FMV_TC(double2, 8, 16, 3, 2, 1, 1, 512, 1)
+#define FMV_ADJ_TC(TA, TX, KB, W, U, MINB)                                                                      \
+    template __global__ void sbgemm_adj_tc<TA, TX, KB, W, U, MINB>(const TA*, const TX*, TA*, int, int, int, int, int, \
+                                                                    int);
+FMV_ADJ_TC(double2, double2, 16, 8, 1, 2)
+FMV_ADJ_TC(double2, float2, 8, 8, 1, 2)
+FMV_ADJ_TC(float2, float2, 16, 8, 1, 2)
+FMV_ADJ_TC(float2, double2, 8, 4, 2, 2)
 #endif
 #endif

@@ -43,11 +43,12 @@ def eager_gpu():
 
 @pytest.fixture(scope="module")
 def native_gpu():
-    """A GPU backend that takes the native kernels for every K, the blocked
-    adjoint kernel for one right-hand side too, and splits forward rows."""
+    """A GPU backend that takes the one-column native kernels for every K, the
+    blocked adjoint kernel for one right-hand side too, and splits forward rows."""
     be = GPUBackend()
     be.blas_min_k = {key: 10**6 for key in be.blas_min_k}
     be.gemm_min_k = {key: 10**6 for key in be.gemm_min_k}
+    be.adj_tensor = {key: None for key in be.adj_tensor}
     be.adj_flat = False
     be.fwd_splits = 3
     return be
@@ -421,8 +422,8 @@ def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
               (2, 5, 3, 33), (1, 64, 4096, 16), (2, 3, 40, 8), (2, 70, 129, 4), (2, 300, 50, 12),
               (2, 330, 50, 10), (3, 250, 301, 6), (2, 16, 64, 7))
     tensor, staged = dict(be.gemm_tensor), dict(be.gemm_staged)
-    kinds = ("sbgemm_tc", "sbgemm_staged", "sbgemm_fwd") if be.tensor_cores and ta == np.complex64 else (
-        "sbgemm_staged", "sbgemm_fwd")
+    kinds = ("sbgemm_tc", "sbgemm_staged", "sbgemm_fwd") if be.tensor_cores_for(ta) else ("sbgemm_staged",
+                                                                                         "sbgemm_fwd")
     try:
         for (nf, nd, nm, K), kind in itertools.product(shapes, kinds):
             be.gemm_tensor = tensor if kind == "sbgemm_tc" else {key: None for key in tensor}
@@ -486,6 +487,39 @@ def test_sbgemm_tc_accuracy(gemm_gpu, rng):
     finally:
         be.gemm_tensor = tensor
     assert errs["sbgemm_tc"] < 2 * errs["sbgemm_staged"], errs
+
+
+@pytest.mark.parametrize(
+    "ta,tx", [(np.complex128, np.complex128), (np.complex64, np.complex64), (np.complex64, np.complex128),
+              (np.complex128, np.complex64)], ids=["zz", "cc", "cz", "zc"])
+def test_sbgemm_adj_tc(gpu, rng, ta, tx):
+    """sbgemm_adj_tc against einsum in float64: rows not a multiple of the
+    tensor core's depth (8), columns not a multiple of its tile (16), K from
+    3 to 16 (one or two tiles of 8 right-hand sides, unused ones), forced
+    column splits, no rows at all."""
+    be = gpu
+    if not be.tensor_cores_for(ta):
+        pytest.skip("no tensor cores for this dtype")
+    tol = 5e-14 if ta == np.complex128 else 2e-6
+    saved = dict(be.adj_tensor_min_k), be.gemm_splits
+    be.adj_tensor_min_k = {key: 3 for key in be.adj_tensor_min_k}
+    try:
+        for nf, nd, nm, K in ((2, 100, 1000, 16), (3, 9, 257, 9), (2, 1, 33, 12), (2, 130, 77, 5), (1, 64, 4096, 8),
+                              (2, 17, 500, 3), (2, 0, 40, 10)):
+            for S in (None, 3):
+                be.gemm_splits = S
+                A = (rng.standard_normal((nf, nd, nm)) + 1j * rng.standard_normal((nf, nd, nm))).astype(ta)
+                x = (rng.standard_normal((nf, nd, K)) + 1j * rng.standard_normal((nf, nd, K))).astype(tx)
+                out = cupy.full((nf, nm, K), np.nan, dtype=ta)
+                be.sbgemv(cupy.asarray(A), cupy.asarray(x), out, adjoint=True)
+                ref = np.einsum("fij,fik->fjk", A.astype(np.complex128).conj(), x.astype(ta).astype(np.complex128))
+                got = out.get()
+                assert np.all(np.isfinite(got)), (nf, nd, nm, K, S)
+                assert rel_err(got, ref) < tol * np.sqrt(max(nd, 1)), (nd, nm, K, S)  # nd = 0: exact zeros
+                key = ("gemm-adj", nf, nd, nm, K, np.dtype(ta), np.dtype(tx), be.adj_tensor[np.dtype(ta)], S)
+                assert be._launch.get(key) is not None, key  # sbgemm_adj_tc ran
+    finally:
+        be.adj_tensor_min_k, be.gemm_splits = saved
 
 
 @pytest.mark.parametrize("ta", [np.complex64, np.complex128], ids=["c", "z"])

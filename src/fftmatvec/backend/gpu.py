@@ -16,10 +16,12 @@ stage runs (choices measured on an H200, see benchmarks/results/h200-*.jsonl):
 * ``sbgemv`` reads ``Fhat`` in place, once, with 16-byte streaming loads
   (``native/sbgemv.cu``), the input's cast fused into the load; several
   right-hand sides in the same kernels, or for forward products from
-  :attr:`GPUBackend.gemm_min_k` in ``native/sbgemm.cu`` (complex64 on the
-  tensor cores in 3xTF32, ``Fhat`` and X staged in shared memory; without
-  tensor cores 3M complex products), up to :attr:`GPUBackend.blas_min_k`,
-  cuBLAS's batched GEMM from there;
+  :attr:`GPUBackend.gemm_min_k` in ``native/sbgemm.cu`` (on the tensor
+  cores in 3M complex products: complex64 in 3xTF32, complex128 in float64;
+  ``Fhat`` and X staged in shared memory; without tensor cores on CUDA
+  cores), up to :attr:`GPUBackend.blas_min_k`, cuBLAS's batched GEMM from
+  there; adjoint products from :attr:`GPUBackend.adj_tensor_min_k` to 16
+  right-hand sides on the tensor cores too (``sbgemm_adj_tc``);
 * small products (``Nt`` up to 32, one right-hand side) skip all of this:
   :meth:`GPUBackend.direct_plan` runs the five stages in one kernel
   (``native/direct.cu``, direct DFTs), since there three kernels cost more
@@ -239,12 +241,22 @@ class GPUBackend(Backend):
         Tile ``(TM, TN, BK, NS, MINB)`` of ``sbgemm_staged``, which takes forward
         products with 9-16 right-hand sides when set (None: ``sbgemm_fwd``).
     gemm_tensor : dict[numpy.dtype, tuple or None]
-        Tile ``(BK, NS, MINB)`` of ``sbgemm_tc`` (complex64 only: 3xTF32 on the
-        tensor cores, about float32's accuracy), which takes the forward
-        products of ``native/sbgemm.cu`` before ``sbgemm_staged`` and
-        ``sbgemm_fwd`` when set and :attr:`tensor_cores` is true.
+        Tile ``(BK, NS, MINB)`` of ``sbgemm_tc`` (on the tensor cores: complex64
+        as 3xTF32, about float32's accuracy; complex128 in float64), which takes
+        the forward products of ``native/sbgemm.cu`` before ``sbgemm_staged``
+        and ``sbgemm_fwd`` when set and :attr:`tensor_cores` (complex64) or
+        :attr:`tensor_cores_f64` (complex128) is true.
+    adj_tensor : dict[numpy.dtype, tuple or None]
+        Tile ``(W, U, MINB)`` of ``sbgemm_adj_tc`` (the adjoint on the tensor
+        cores, as ``sbgemm_tc``), which takes adjoint products with
+        :attr:`adj_tensor_min_k` to 16 right-hand sides before cuBLAS when set
+        and the tensor cores for the dtype are there.
+    adj_tensor_min_k : dict[numpy.dtype, int]
+        Fewest right-hand sides of an adjoint product for ``sbgemm_adj_tc``.
     tensor_cores : bool
         The device runs TF32 ``mma.sync`` (CUDA, compute capability 8.0 or higher).
+    tensor_cores_f64 : bool
+        The device runs float64 ``mma.sync.m16n8k8`` (CUDA, compute capability 9.0 or higher).
     graph_max_bytes : int
         ``Fhat`` size up to which the engine records its stages (or its one
         :meth:`direct_plan` kernel) as a CUDA graph and replays it (default:
@@ -289,20 +301,26 @@ class GPUBackend(Backend):
         attributes = self._device.attributes
         self.smem_limit = int(attributes.get("MaxSharedMemoryPerBlockOptin", 48 << 10))
         self.smem_per_sm = int(attributes.get("MaxSharedMemoryPerMultiprocessor", self.smem_limit))
-        # TF32 mma.sync (sbgemm_tc) from compute capability 8.0, CUDA only
-        self.tensor_cores = not kernels.is_hip() and int(self._device.compute_capability) >= 80
+        # sbgemm_tc's mma.sync: TF32 (complex64) from compute capability 8.0, float64 m16n8k8 (complex128)
+        # from 9.0; CUDA only
+        cc = int(self._device.compute_capability)
+        self.tensor_cores = not kernels.is_hip() and cc >= 80
+        self.tensor_cores_f64 = not kernels.is_hip() and cc >= 90
         self.device_name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
         # measured on an H200 at Nm=5000, Nd=100, Nt=1000 (benchmarks/gpu_probe.py, part kgemm,
-        # benchmarks/results/h200-probe-gemm-stop15.jsonl): the native kernels win up to these K
-        # (exclusive), cuBLAS's batched GEMM from there
+        # benchmarks/results/h200-probe-gemm-stop15.jsonl and h200-probe-kgemm-stop20.jsonl): the native
+        # kernels win up to these K (exclusive), cuBLAS's batched GEMM from there
         c64, c128 = np.dtype(np.complex64), np.dtype(np.complex128)
-        self.blas_min_k = {(c64, False): 17, (c64, True): 9, (c128, False): 3, (c128, True): 9}
+        self.blas_min_k = {(c64, False): 17, (c64, True): 9, (c128, False): 17 if self.tensor_cores_f64 else 3,
+                           (c128, True): 9}
         # forward products with gemm_min_k <= K < blas_min_k take native/sbgemm.cu, the others of
         # fewer right-hand sides the one-column kernels; complex64 K = 3-16: sbgemm_tc on the tensor
         # cores (benchmarks/results/h200-gemm-ab-stop18.jsonl: 1.18x the floor at K = 8, 1.61x at
         # K = 16), without them sbgemm_fwd for K = 3-8 (1.48-1.99x, against 1.96-2.05x for the
         # one-column kernels and 3.7x for cuBLAS) and sbgemm_staged for K = 9-16 (2.05x);
-        # complex128: none (cuBLAS is faster from K = 3)
+        # complex128 K = 3-16: sbgemm_tc in float64 from compute capability 9.0
+        # (h200-probe-gemmvar-stop20{,-b}.jsonl: 1.09-1.12x at K = 4, 1.23-1.25x at K = 16, against
+        # cuBLAS's 1.19 and 1.24-1.31x in the same runs), else cuBLAS (faster than the CUDA-core kernels)
         self.gemm_min_k = {c64: 3, c128: 3}
         self.gemm_tiles = dict(_GEMM_TILES)
         self.gemm_splits: int | None = None
@@ -310,8 +328,18 @@ class GPUBackend(Backend):
         # (benchmarks/results/h200-probe-gemmvar-stop16.jsonl: 5 rows a thread at Nd = 100; complex128
         # 2.39x at best against cuBLAS's 1.25x)
         self.gemm_staged: dict[np.dtype, tuple | None] = {c64: (5, 4, 32, 3, 2), c128: None}
-        # sbgemm_tc (complex64, 3xTF32 on the tensor cores) before both: (BK, NS, MINB)
-        self.gemm_tensor: dict[np.dtype, tuple | None] = {c64: (32, 3, 2), c128: None}
+        # sbgemm_tc (on the tensor cores) before both: (BK, NS, MINB); complex128: one block of 7 warps a
+        # multiprocessor, chunks of 32 columns (h200-probe-gemmvar-stop20{,-b}.jsonl: 1.23-1.25x at K = 16,
+        # against 1.25-1.27x for two blocks with chunks of 16 and 1.34-1.36x for one; more stages were slower)
+        self.gemm_tensor: dict[np.dtype, tuple | None] = {c64: (32, 3, 2), c128: (32, 3, 1)}
+        # sbgemm_adj_tc (the adjoint on the tensor cores) for adj_tensor_min_k <= K <= 16, before cuBLAS and
+        # the one-column kernels: (W, U, MINB) (benchmarks/results/h200-probe-adjvar-stop20.jsonl: loads of one
+        # k-step ahead were fastest, 1.40x the floor in complex128 and 2.04x in complex64 at K = 16, against
+        # cuBLAS's 1.59 and 3.21x; h200-probe-kgemm-stop20.jsonl: at K = 8, which costs both kernels what
+        # K = 5-8 does, 1.29x against 1.99x for the one-column kernels in complex128, in complex64 1.59
+        # against 1.64x, within run-to-run noise, so complex64 keeps the one-column kernels up to K = 8)
+        self.adj_tensor: dict[np.dtype, tuple | None] = {c64: (8, 1, 2), c128: (8, 1, 2)}
+        self.adj_tensor_min_k = {c64: 9, c128: 5}
         self.real_gemm = {np.dtype(np.complex64): False, np.dtype(np.complex128): False}
         self.fwd_splits: int | None = None  # column splits of the forward kernel (None: automatic)
         self.adj_flat = True  # balanced adjoint kernel for one right-hand side
@@ -859,6 +887,8 @@ class GPUBackend(Backend):
         if out.size == 0:  # no rows (a launch of no threads is an error)
             return
         ta = np.dtype(Fhat.dtype)
+        if adjoint and self.adj_tensor_min_k[ta] <= K <= 16 and self._sbgemm_adj_native(Fhat, x_hat, out):
+            return
         if K >= self.blas_min_k[(ta, bool(adjoint))]:
             self._sbgemm_blas(Fhat, x_hat, out, adjoint)
             return
@@ -1042,12 +1072,26 @@ class GPUBackend(Backend):
         if S > 1:
             self._sum_splits(dst, out, S)
 
+    def tensor_cores_for(self, dtype: Any) -> bool:
+        """Whether ``sbgemm_tc`` and ``sbgemm_adj_tc`` can run in complex ``dtype`` here."""
+        return self.tensor_cores if np.dtype(dtype) == np.complex64 else self.tensor_cores_f64
+
     def _gemm_splits(self, fn, blocks: int, threads: int, nm: int, BX: int, smem: int = 0) -> int:
-        """Column splits so that the last wave of ``blocks * S`` blocks is nearly full."""
+        """Column splits so that the last wave of ``blocks * S`` blocks is nearly full, when that fills the
+        machine at least 8% better than one split: each split costs its blocks a pipeline fill and a slice of
+        partial sums (benchmarks/results/h200-probe-gemmvar-stop20-splits.jsonl: at 7.6 waves of sbgemm_tc in
+        complex128, three splits for a 4% fuller last wave took 1.27 against 1.19x the floor;
+        h200-probe-gemmvar-stop19-wgmma.jsonl: at 2.5 waves of complex64 blocks, a 12% fuller one took 1.79
+        against 1.85x)."""
         if self.gemm_splits is not None:
             return self.gemm_splits
         resident = self.sm_count * self._resident_blocks(fn, threads, smem)
-        S = min(range(1, 5), key=lambda s: (-(-blocks * s // resident) * resident / (blocks * s), s))
+
+        def fill(s: int) -> float:  # slots of the waves per block
+            return -(-blocks * s // resident) * resident / (blocks * s)
+
+        S = min(range(1, 5), key=lambda s: (fill(s), s))
+        S = S if fill(1) > 1.08 * fill(S) else 1
         return max(1, min(S, nm // (4 * BX)))
 
     def _gemm_config(self, nf, nd, nm, K, KB, ta, tx, lda, aligned, x_pairs):
@@ -1060,17 +1104,30 @@ class GPUBackend(Backend):
         (the kernel's launch bounds) and at least 4 (the staging of X assumes
         128 threads)."""
         tensor = self.gemm_tensor.get(ta)
-        if tensor is not None and ta == np.complex64 and self.tensor_cores and nd <= 256:
-            BK, NS, MINB = tensor
+        c64 = ta == np.complex64
+        if tensor is not None and self.tensor_cores_for(ta) and nd <= 256:
             KB = 8 if K <= 8 else 16  # fewer right-hand sides are zero columns: the same time as 8
             MT = -(-nd // 16)
-            P = max(1, min(4, 8 // MT, BK // 8))  # phases of the k-steps: about 8 warps a block
-            smem = max(NS * (nd * (BK + 4) + BK * (KB + 4)) * ta.itemsize, (P - 1) * 32 * MT * KB * 4)
+            XS = KB + (4 if c64 else 2)  # X's row stride in sbgemm_tc
+
+            def phases(BK: int) -> int:  # of the k-steps: about 8 warps a block
+                return max(1, min(4, 8 // MT, BK // 8))
+
+            def smem_of(BK: int, NS: int) -> int:
+                return max(NS * (nd * (BK + 4) + BK * XS) * ta.itemsize,
+                           (phases(BK) - 1) * 32 * MT * KB * _C2R[ta].itemsize)
+
+            # the tile, else fewer stages, else shorter chunks, as many rows need (up to 256 fit in one of them)
+            BK, NS, MINB = tensor
+            BK, NS = next(((bk, ns) for bk, ns in ((BK, NS), (BK, 2), (16, NS), (16, 2))
+                           if smem_of(bk, ns) <= self.smem_limit), (BK, NS))
+            P = phases(BK)
+            smem = smem_of(BK, NS)
             if smem <= self.smem_limit:
-                VA = 2 if aligned and nm % 2 == 0 else 1
-                VX = 2 if x_pairs else 1
+                VA = 2 if c64 and aligned and nm % 2 == 0 else 1
+                VX = 2 if c64 and x_pairs else 1
                 MAXT, MINB = (256, MINB) if 32 * MT * P <= 256 else (512, 1)
-                fn = kernels.kernel("sbgemm.cu", "sbgemm_tc", KB, BK, NS, P, VA, VX, MAXT, MINB)
+                fn = kernels.kernel("sbgemm.cu", "sbgemm_tc", ta, KB, BK, NS, P, VA, VX, MAXT, MINB)
                 _allow_shared_memory(fn, smem)
                 S = self._gemm_splits(fn, nf, 32 * MT * P, nm, BK, smem)
                 cw = -(-nm // S)
@@ -1112,6 +1169,46 @@ class GPUBackend(Backend):
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(nrb), np.int32(S), np.int32(cw),
                 np.int32(lda))
         return fn, grid, (32 * warps,), smem, tail, S, "sbgemm_fwd"
+
+    def _sbgemm_adj_native(self, Fhat: Array, x_hat: Array, out: Array) -> bool:
+        """Adjoint product with several right-hand sides through ``sbgemm_adj_tc``
+        (on the tensor cores); False, with nothing done, where that does not
+        apply: no :attr:`adj_tensor` tile or tensor cores for the dtype, or
+        ``X[f]`` (``nd`` rows) does not fit in shared memory."""
+        nf, nd, nm = Fhat.shape
+        K = x_hat.shape[2]
+        ta = np.dtype(Fhat.dtype)
+        key = ("gemm-adj", nf, nd, nm, K, ta, x_hat.dtype, self.adj_tensor.get(ta), self.gemm_splits)
+        if key not in self._launch:
+            self._launch[key] = self._adj_tensor_config(nf, nd, nm, K, ta, np.dtype(x_hat.dtype))
+        cfg = self._launch[key]
+        if cfg is None:
+            return False
+        fn, grid, block, smem, tail = cfg
+        fn(grid, block, (Fhat, x_hat, out) + tail, shared_mem=smem)
+        return True
+
+    def _adj_tensor_config(self, nf, nd, nm, K, ta, tx) -> tuple | None:
+        """Launch of ``sbgemm_adj_tc``: tile ``(W, U, MINB)`` of :attr:`adj_tensor`
+        (W warps a block, U k-steps of loads ahead, registers capped for MINB
+        blocks a multiprocessor),
+        8 or 16 right-hand sides a block, column splits as the forward
+        kernels'; None where it does not apply."""
+        tile = self.adj_tensor.get(ta)
+        c64 = ta == np.complex64
+        if tile is None or not self.tensor_cores_for(ta):
+            return None
+        W, U, MINB = tile
+        KB = 8 if K <= 8 else 16
+        smem = 8 * -(-nd // 8) * (KB + (4 if c64 else 2)) * ta.itemsize  # X[f], rows padded to 8
+        if smem > self.smem_limit:
+            return None
+        fn = kernels.kernel("sbgemm.cu", "sbgemm_adj_tc", ta, tx, KB, W, U, MINB)
+        _allow_shared_memory(fn, smem)
+        S = self._gemm_splits(fn, nf, 32 * W, nm, 16 * W, smem)
+        cw = -(-nm // (16 * S)) * 16  # whole tiles of 16 columns
+        tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw))
+        return fn, (nf * S, -(-K // KB)), (32 * W,), smem, tail
 
     def _sbgemm_blas(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool) -> None:
         """Batched GEMM through cuBLAS, ``Fhat`` read in place (no conjugate
