@@ -473,7 +473,8 @@ FMV_DEV void mma_m16n8k8(double (&d)[4], const double (&a)[4], double b0, double
 
 // The three products of one k-step for one tile of 8 right-hand sides: A's fragments from its four values
 // a[e] (row g, + 8 for odd e; column t, + 4 for e >= 2), then t1 += Ar Xr, t2 += Ai Xi, t3 += (Ar + Ai)(Xr + Xi)
-// with X's values v0 (row t) and v1 (row t + 4) of column g.  `fold`: the sums restart each chunk.
+// with X's values v0 (row t) and v1 (row t + 4) of column g.  `fold`: the tensor core's sums drift (float32) and
+// must restart from zero every few k-steps, added to sums kept in the threads.
 template <typename TA> struct TensorProduct;
 template <> struct TensorProduct<float2> {
     static constexpr bool fold = true;
