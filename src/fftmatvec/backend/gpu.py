@@ -141,6 +141,14 @@ def pass_twiddles(radices: list[int]) -> np.ndarray:
     return np.concatenate(parts)
 
 
+def tc_x_stride(dtype: Any, KB: int) -> int:
+    """Row stride (elements) of ``X`` staged in shared memory by ``sbgemm_tc``
+    and ``sbgemm_adj_tc`` for ``KB`` right-hand sides: 16 bytes of padding in
+    complex64, 32 in complex128, so that the lanes of a fragment load fall in
+    distinct banks (``XS`` of native/sbgemm.cu)."""
+    return KB + (4 if np.dtype(dtype) == np.complex64 else 2)
+
+
 def fused_row_stride(M: int, S: int, itemsize: int) -> int:
     """Row stride (elements) of a series in the fused transforms' shared
     memory, the rule of ``Row`` in native/fft.cu: ``M + 1``, padded for
@@ -1108,7 +1116,7 @@ class GPUBackend(Backend):
         if tensor is not None and self.tensor_cores_for(ta) and nd <= 256:
             KB = 8 if K <= 8 else 16  # fewer right-hand sides are zero columns: the same time as 8
             MT = -(-nd // 16)
-            XS = KB + (4 if c64 else 2)  # X's row stride in sbgemm_tc
+            XS = tc_x_stride(ta, KB)
 
             def phases(BK: int) -> int:  # of the k-steps: about 8 warps a block
                 return max(1, min(4, 8 // MT, BK // 8))
@@ -1191,16 +1199,14 @@ class GPUBackend(Backend):
     def _adj_tensor_config(self, nf, nd, nm, K, ta, tx) -> tuple | None:
         """Launch of ``sbgemm_adj_tc``: tile ``(W, U, MINB)`` of :attr:`adj_tensor`
         (W warps a block, U k-steps of loads ahead, registers capped for MINB
-        blocks a multiprocessor),
-        8 or 16 right-hand sides a block, column splits as the forward
-        kernels'; None where it does not apply."""
+        blocks a multiprocessor), 8 or 16 right-hand sides a block, column
+        splits as the forward kernels'; None where it does not apply."""
         tile = self.adj_tensor.get(ta)
-        c64 = ta == np.complex64
         if tile is None or not self.tensor_cores_for(ta):
             return None
         W, U, MINB = tile
         KB = 8 if K <= 8 else 16
-        smem = 8 * -(-nd // 8) * (KB + (4 if c64 else 2)) * ta.itemsize  # X[f], rows padded to 8
+        smem = 8 * -(-nd // 8) * tc_x_stride(ta, KB) * ta.itemsize  # X[f], rows padded to 8
         if smem > self.smem_limit:
             return None
         fn = kernels.kernel("sbgemm.cu", "sbgemm_adj_tc", ta, tx, KB, W, U, MINB)
