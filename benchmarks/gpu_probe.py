@@ -776,13 +776,78 @@ def main(argv=None) -> int:
                         rec["host_us"] = round(host_time(fn)[0] * 1e6, 2)
                         emit(**rec)
 
+    def part_timeline():
+        """Where a waited-for product's time goes, at the fixture and middle sizes: PyTorch's profiler
+        records each call (host), its launches (CUDA runtime and driver calls) and its kernels (CUPTI) on
+        one clock, so a call splits into host work before the first launch, launch to the first kernel's
+        start, the kernels and the gaps between them, and the last kernel's end to the call's return.
+        (The profiler adds its own host time to each call and launch; the device part is exact.)"""
+        import importlib.util
+        import os
+        import tempfile
+
+        if importlib.util.find_spec("torch") is None:
+            emit(what="timeline", error="no torch")
+            return
+        from torch.autograd.profiler import record_function
+        from torch.profiler import ProfilerActivity, profile
+
+        from fftmatvec.bench import random_slab
+        from fftmatvec.operator import BTTOperator
+
+        cases = [((15, 289, 10), "ddddd", False), ((15, 289, 10), "ddddd", True),
+                 ((50, 1000, 500), "ddddd", False), ((50, 1000, 500), "ddddd", True),
+                 ((50, 1000, 500), "dssdd", False), ((50, 1000, 500), "ddssd", True)]
+        for (nd, nm, nt), code, adjoint in cases:
+            f = random_slab(0, nd, nm, nt, (0, nd), (0, nm))
+            op = BTTOperator(f, device=be, precision=code, adjoint_precision=code)
+            apply = op.rmatvec if adjoint else op.matvec
+            x = cp.random.standard_normal((nd if adjoint else nm, nt))
+            for _ in range(10):
+                apply(x)
+            be.synchronize()
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                for _ in range(40):
+                    with record_function("call"):
+                        apply(x)
+                        be.synchronize()
+            fd, path = tempfile.mkstemp(suffix=".json")
+            os.close(fd)
+            prof.export_chrome_trace(path)
+            with open(path) as fh:
+                events = [e for e in json.load(fh)["traceEvents"] if e.get("ph") == "X"]
+            os.unlink(path)
+            calls = sorted((e for e in events if e.get("name") == "call" and e.get("cat") == "user_annotation"),
+                           key=lambda e: e["ts"])
+            kernels = sorted((e for e in events if e.get("cat") == "kernel"), key=lambda e: e["ts"])
+            launches = sorted((e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")
+                               and "aunch" in e.get("name", "")), key=lambda e: e["ts"])
+            rows = []
+            for c in calls[5:]:
+                t0, t1 = c["ts"], c["ts"] + c["dur"]
+                ks = [k for k in kernels if t0 <= k["ts"] <= t1]
+                ls = [e for e in launches if t0 <= e["ts"] <= t1]
+                if not ks or not ls:
+                    continue
+                first = ks[0]
+                end = max(k["ts"] + k["dur"] for k in ks)
+                rows.append(dict(call=c["dur"], before_launch=ls[0]["ts"] - t0, launch_call=ls[0]["dur"],
+                                 launch_to_kernel=first["ts"] - ls[0]["ts"], kernels=sum(k["dur"] for k in ks),
+                                 span=end - first["ts"], after_kernels=t1 - end, n_kernels=len(ks),
+                                 n_launches=len(ls)))
+            med = {k: round(float(np.median([r[k] for r in rows])), 2) for k in rows[0]} if rows else {}
+            emit(what="timeline", size=f"{nm}x{nd}x{nt}", code=code, adjoint=adjoint, calls=len(rows),
+                 kernel_names=sorted({k["name"][:60] for k in kernels}), launch_names=sorted({e["name"] for e in launches}),
+                 median_us=med)
+
     for name, fn in (("latency", part_latency), ("small", part_small), ("mid", part_mid),
                      ("midvar", part_mid_variants), ("fft", part_fft), ("fftvar", part_fft_variants),
                      ("fftradix", part_fft_radices), ("variants", part_variants), ("engine", part_engine),
                      ("kgemm", part_kgemm), ("gemmvar", part_gemm_variants), ("adjvar", part_adj_variants),
                      ("k16", part_k16), ("overlap", part_overlap), ("kernels", part_kernels),
                      ("kernelsk", part_kernels_nrhs), ("host", part_host), ("chunks", part_chunks),
-                     ("hostparts", part_host_parts), ("wait", part_wait)):
+                     ("hostparts", part_host_parts), ("wait", part_wait),
+                     ("timeline", part_timeline)):
         if name in parts:
             guarded(name, fn)
     if out:

@@ -15,8 +15,9 @@ def _kernel_line(r):
             f"x{r['floor_ratio']:.3f}")
 
 
-def _bench_line(r):  # fftmatvec bench --json
-    return (f"bench Nm={r['Nm']} Nd={r['Nd']} Nt={r['Nt']} K={r['nrhs']} {r['precision']} "
+def _bench_line(r):  # fftmatvec bench --json (from bench_ab.sh: with its source)
+    source = f"[{r['source']}] " if "source" in r else ""
+    return (f"{source}bench Nm={r['Nm']} Nd={r['Nd']} Nt={r['Nt']} K={r['nrhs']} {r['precision']} "
             f"{'FT' if r['adjoint'] else 'F '} {fmt_us(r['time_s'])} us x{r['floor_ratio']:.3f} "
             f"b2b {fmt_us(r.get('back_to_back_s'))} out= {fmt_us(r.get('into_out_s'))} "
             f"per-vec {fmt_us(r['time_per_vector_s'])} naive {fmt_us(r.get('naive_time_s'))} "

@@ -19,6 +19,13 @@ from .errors import ConfigError, FftmatvecError, collective
 from .grid import SerialGrid
 from .vector import DistVector
 
+_F64 = np.dtype(np.float64)
+# Results up to this size of a one-process product into a new device array
+# get their array from a spare allocated after the previous product was
+# launched, so the allocation (microseconds of host time) overlaps the device's
+# work instead of delaying the launch; above it the product's own time dwarfs it.
+_SPARE_MAX_BYTES = 16 << 20
+
 Array = Any
 
 
@@ -105,6 +112,7 @@ class BTTOperator:
             precision, adjoint_precision = self.tuning.forward, self.tuning.adjoint
         self.precision = _precision.parse(precision)
         self.adjoint_precision = _precision.parse(adjoint_precision or precision)
+        self._spares: dict[tuple, Any] = {}  # (adjoint, shape): the next result's array (_local_product)
         # Everything that can fail on one rank only (device, shapes, NaN in a
         # slab, out of memory) is voted on before the first product.
         with collective(_comm(self.grid), "setting up the operator") as vote:
@@ -322,7 +330,7 @@ class BTTOperator:
                                   "here the result is returned")
             if holder:
                 # on a grid the check of device data must run before the first collective
-                v = self._checked(v, n_local, what, check_device=grid.size > 1)
+                v, _ = self._checked(v, n_local, what, check_device=grid.size > 1)
                 vote.share((v.shape[2] if v.ndim == 3 else None,))
         shared = vote.agreed(f"the batch size K of the input of {what}")
         K = shared[0] if shared is not None else None  # None: no rank holds blocks (n == 0)
@@ -345,23 +353,25 @@ class BTTOperator:
 
         return x, finish
 
-    def _checked(self, v: Array, n_local: int, what: str, check_device: bool) -> Array:
+    def _checked(self, v: Array, n_local: int, what: str, check_device: bool) -> tuple[Array, bool]:
         """An input block as an array of this backend or NumPy, its shape
         ``(n_local, Nt[, K])`` checked, and NaN/Inf checked on host data (and on
         device data with ``check_device``: that costs a synchronisation, so a
-        device array in one process skips it and NaN propagates to the result)."""
+        device array in one process skips it and NaN propagates to the result).
+        Returns the array and whether it is the backend's own (not NumPy's)."""
         if v is None:
             raise ConfigError(f"{what}: this rank holds input blocks but got None")
         be = self.backend
         native = be.is_native(v)
         v = v if native else np.asarray(v)
-        expected = (n_local, self.Nt)
-        if v.ndim not in (2, 3) or v.shape[:2] != expected:
-            raise ConfigError(f"input must have shape {expected} or {expected + ('K',)}, got {v.shape}")
+        shape = v.shape
+        if len(shape) not in (2, 3) or shape[0] != n_local or shape[1] != self.Nt:
+            expected = (n_local, self.Nt)
+            raise ConfigError(f"input must have shape {expected} or {expected + ('K',)}, got {shape}")
         on_host = not native or be.xp is np
         if (on_host or check_device) and not bool((np if on_host else be.xp).isfinite(v).all()):
             raise FftmatvecError("input vector contains NaN or Inf")
-        return v
+        return v, native
 
     def _result(self, y: Array, batched: bool, native: bool) -> Array:
         """The caller's float64 copy of an engine result ``y`` (n, Nt, K) (a
@@ -378,18 +388,25 @@ class BTTOperator:
         products is mostly this host-side work), into ``out`` if given."""
         prec = self.adjoint_precision if adjoint else self.precision
         what = "F^T d" if adjoint else "F m"
-        v = self._checked(v, self.Nd if adjoint else self.Nm, what, check_device=False)
+        v, native = self._checked(v, self.Nd if adjoint else self.Nm, what, check_device=False)
         be = self.backend
-        native = be.is_native(v)
         shape = (self.Nm if adjoint else self.Nd, self.Nt) + v.shape[2:]
         if out is not None:
             self._check_out(out, v, shape, native, what)
         x = v
         if not native or x.dtype != prec.pad or not x.flags.c_contiguous:
             x = be.xp.ascontiguousarray(be.asarray(x, dtype=prec.pad))
-        if native and prec.reduce == np.float64:  # the engine writes the caller's array
-            out = be.empty(shape, np.float64) if out is None else out
+        if native and prec.reduce == _F64:  # the engine writes the caller's array
+            if out is not None:
+                self.engine.apply(x, prec, adjoint=adjoint, out=out)
+                return out
+            key = (adjoint, shape)
+            out = self._spares.pop(key, None)
+            if out is None:
+                out = be.empty(shape, _F64)
             self.engine.apply(x, prec, adjoint=adjoint, out=out)
+            if out.nbytes <= _SPARE_MAX_BYTES:
+                self._spares[key] = be.empty(shape, _F64)  # the next result's array, made while this one runs
             return out
         y = self.engine.apply(x, prec, adjoint=adjoint)
         if out is None:

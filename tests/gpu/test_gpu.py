@@ -363,6 +363,34 @@ def test_direct_product_replayed(gpu, rng):
         np.testing.assert_array_equal(y2.get(), y.get())
 
 
+@pytest.mark.parametrize("nt", [10, 36])
+def test_results_are_new_arrays(gpu, rng, nt):
+    """Each product returns its own array (one kernel at Nt = 10, staged at
+    36), equal to the eager product: kept results stay as they were, and a
+    loop that drops its results cycles the arrays made ahead through
+    recorded graphs."""
+    nd, nm = 6, 23
+    f = rng.standard_normal((nd, nm, nt))
+    eager = GPUBackend()
+    eager.graph_max_bytes = -1
+    op, op_e = BTTOperator(f, device=gpu), BTTOperator(f, device=eager)
+    for adjoint in (False, True):
+        product, product_e = (op.rmatvec, op_e.rmatvec) if adjoint else (op.matvec, op_e.matvec)
+        inputs = [cupy.asarray(rng.standard_normal((nd if adjoint else nm, nt))) for _ in range(10)]
+        refs = [product_e(x).get() for x in inputs]
+        kept = [product(x) for x in inputs]
+        for i, (y, ref) in enumerate(zip(kept, refs)):
+            np.testing.assert_array_equal(y.get(), ref)
+            assert not any(cupy.shares_memory(y, other) for other in kept[i + 1:])
+        del kept
+        x = cupy.empty_like(inputs[0])
+        for v, ref in zip(inputs, refs):  # a solver's loop: one input buffer, each result dropped
+            x[...] = v
+            np.testing.assert_array_equal(product(x).get(), ref)
+        slot = op.engine.workspace(adjoint, op.precision, 1).slot
+        assert slot.get("graphs"), slot.get("error")
+
+
 def test_direct_product_not_taken(gpu, rng):
     """Longer series, several right-hand sides and too much work per block go
     to the staged kernels."""

@@ -207,6 +207,20 @@ def test_out_receives_the_product(code, K, rng):
         assert not np.isnan(out).any()
 
 
+@pytest.mark.parametrize("K", [None, 2])
+def test_each_product_returns_its_own_array(K, rng):
+    """Results are new arrays (the one-process path hands out an array made
+    ahead during the previous product): kept results stay as they were."""
+    f = rng.standard_normal((3, 5, 7))
+    op = BTTOperator(f)
+    for product, n in ((op.matvec, 5), (op.rmatvec, 3)):
+        inputs = [rng.standard_normal((n, 7) + ((K,) if K else ())) for _ in range(4)]
+        results = [product(v) for v in inputs]
+        for i, (v, y) in enumerate(zip(inputs, results)):
+            np.testing.assert_array_equal(y, product(v.copy()))
+            assert not any(np.may_share_memory(y, other) for other in results[i + 1:])
+
+
 def test_out_is_checked(rng):
     f = rng.standard_normal((3, 5, 7))
     op = BTTOperator(f)
