@@ -6,9 +6,7 @@ big and middle sizes, on one GPU.
     python benchmarks/fft_ab.py --rev baaf98c --out benchmarks/results/h200-fft-ab.jsonl
 
 One JSON line per variant and case: ``variant`` (``tree`` or the revision),
-``resident`` (``rfft_pad`` on a grid of the blocks that fit at once, each
-over several groups of series: the tree's default; else a block per group,
-as earlier revisions' kernels need), the series count ``n``, ``K``, ``nt``, the real and complex types, the launch
+the series count ``n``, ``K``, ``nt``, the real and complex types, the launch
 set-up (``S``, ``threads``), ``pad_rfft_us``, ``irfft_unpad_us``,
 ``err_rfft`` (max error over max value against ``numpy.fft.rfft``) and
 ``err_roundtrip`` (the inverse of the forward against the input).  The launch
@@ -53,11 +51,8 @@ def main() -> int:
             y = cp.empty((n, nt, K), real)
             fft_real = np.float32 if cplx == np.complex64 else np.float64
             ref = np.fft.rfft(x_host.astype(np.float64), n=2 * nt, axis=1).transpose(1, 0, 2)
-            # the tree's rfft_pad on a grid of the blocks that fit at once and with a block per group of series
-            # (as the kernels of earlier revisions need)
-            for variant, resident in [("tree", True), ("tree", False)] + [(rev, False) for rev in args.rev]:
+            for variant in ["tree"] + args.rev:
                 select(variant)
-                be.fused_resident = resident
                 be._fused.clear()
                 be.pad_rfft(x, x_hat)
                 err_rfft = float(np.abs(x_hat.get() - ref).max() / np.abs(ref).max())
@@ -66,7 +61,7 @@ def main() -> int:
                 t_fwd = sum(device_times(lambda: be.pad_rfft(x, x_hat), be.synchronize).values())
                 t_inv = sum(device_times(lambda: be.irfft_unpad(x_hat, y, fft_real), be.synchronize).values())
                 S, threads = be._fused_config(nt, np.dtype(cplx), n * K, K)[:2]
-                rec = dict(what="fft-ab", variant=variant, resident=resident, n=n, K=K, nt=nt, real=np.dtype(real).name,
+                rec = dict(what="fft-ab", variant=variant, n=n, K=K, nt=nt, real=np.dtype(real).name,
                            ctype=np.dtype(cplx).name, S=S, threads=threads, pad_rfft_us=round(t_fwd, 2),
                            irfft_unpad_us=round(t_inv, 2), err_rfft=err_rfft, err_roundtrip=err_roundtrip)
                 print(json.dumps(rec), flush=True)

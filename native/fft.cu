@@ -320,67 +320,46 @@ template <int M, typename T> FMV_DEV bool pairs_aligned(const T* x, int K) {
     return M % 2 == 0 && K == 1 && reinterpret_cast<unsigned long long>(x) % (2 * sizeof(T)) == 0;
 }
 
-// The first pass of the forward transform (NS = 1), from global memory, in
-// two steps so that the loads can be issued one group of series ahead
-// (rfft_pad): `load` reads a thread's samples, `transform_into` does the
-// butterflies and stores them.  Butterfly j of series s takes
-// z[j + r nb] = x[2 (j + r nb)] + i x[2 (j + r nb) + 1] for r < R, zero from
-// sample M on; only the RD values r that hold data (2 r nb < M) are kept in
-// registers, the rest are zero at compile time.
-template <int R, int M, int S, int LOGS, int NT, typename TI, typename C> struct FirstPassInput {
-    static constexpr int nb = M / R, ld = Row<M, S, C>::ld;
-    static constexpr int IT = (S * nb + NT - 1) / NT;  // work items per thread
-    static constexpr int RD = (M + 2 * nb - 1) / (2 * nb) < R ? (M + 2 * nb - 1) / (2 * nb) : R;
-    C v[IT][RD];
-
-    FMV_DEV void load(const TI* __restrict__ x, int s0, int ns, int K) {
-        typedef typename real_of<C>::type TR;
-        const bool pairs = pairs_aligned<M>(x, K);
-        const TI* xk = x + thread_series_base<S>(s0, K, M);
+// The first pass of the forward transform (NS = 1), from global memory:
+// butterfly j of series s takes z[j + r nb] = x[2 (j + r nb)] + i x[2 (j + r nb) + 1]
+// for r < R, zero from sample M on; the r whose samples are all padding
+// (2 r nb >= M) are zero at compile time and never loaded.
+template <int R, int M, int S, int LOGS, int NT, typename TI, typename C>
+FMV_DEV void first_pass_from_global(const TI* __restrict__ x, int s0, int ns, int K, C* out) {
+    typedef typename real_of<C>::type TR;
+    constexpr int nb = M / R, ld = Row<M, S, C>::ld;
+    const bool pairs = pairs_aligned<M>(x, K);
+    const TI* xk = x + thread_series_base<S>(s0, K, M);
+#pragma unroll 1
+    for (int e = threadIdx.x; e < S * nb; e += NT) {
+        int s, j;
+        work_item<S, LOGS, nb>(e, K, s, j);
+        const TI* xs = K == 1 ? x + (index_t)(s0 + s) * M : xk;
+        C v[R];
 #pragma unroll
-        for (int it = 0; it < IT; ++it) {
-            const int e = threadIdx.x + it * NT;
-            int s, j;
-            work_item<S, LOGS, nb>(e, K, s, j);
-            const TI* xs = K == 1 ? x + (index_t)(s0 + s) * M : xk;
-#pragma unroll
-            for (int r = 0; r < RD; ++r) {
-                const int t = 2 * (j + r * nb);
-                v[it][r] = czero<C>();
-                if (e >= S * nb || s >= ns) continue;
-                if (2 * (r + 1) * nb <= M) {  // both samples of every j are data
-                    if (pairs) {
-                        const typename pair_of<TI>::type p =
-                            FMV_LDG(reinterpret_cast<const typename pair_of<TI>::type*>(xs + t));
-                        v[it][r] = cmake<C>((TR)p.x, (TR)p.y);
-                    } else {
-                        v[it][r] = cmake<C>((TR)FMV_LDG(xs + (index_t)t * K), (TR)FMV_LDG(xs + (index_t)(t + 1) * K));
-                    }
+        for (int r = 0; r < R; ++r) {
+            const int t = 2 * (j + r * nb);
+            v[r] = czero<C>();
+            if (2 * r * nb >= M || s >= ns) continue;
+            if (2 * (r + 1) * nb <= M) {  // both samples of every j are data
+                if (pairs) {
+                    const typename pair_of<TI>::type p =
+                        FMV_LDG(reinterpret_cast<const typename pair_of<TI>::type*>(xs + t));
+                    v[r] = cmake<C>((TR)p.x, (TR)p.y);
                 } else {
-                    if (t < M) v[it][r].x = (TR)FMV_LDG(xs + (index_t)t * K);
-                    if (t + 1 < M) v[it][r].y = (TR)FMV_LDG(xs + (index_t)(t + 1) * K);
+                    v[r] = cmake<C>((TR)FMV_LDG(xs + (index_t)t * K), (TR)FMV_LDG(xs + (index_t)(t + 1) * K));
                 }
+            } else {
+                if (t < M) v[r].x = (TR)FMV_LDG(xs + (index_t)t * K);
+                if (t + 1 < M) v[r].y = (TR)FMV_LDG(xs + (index_t)(t + 1) * K);
             }
         }
+        twiddle_dft<R, -1, 1>(v, (const C*)nullptr, 0);
+        C* dst = out + s * ld + j * R;
+#pragma unroll
+        for (int r = 0; r < R; ++r) dst[r] = v[r];
     }
-
-    FMV_DEV void transform_into(C* out, int K) const {
-#pragma unroll
-        for (int it = 0; it < IT; ++it) {
-            const int e = threadIdx.x + it * NT;
-            if (e >= S * nb) continue;
-            int s, j;
-            work_item<S, LOGS, nb>(e, K, s, j);
-            C w[R];
-#pragma unroll
-            for (int r = 0; r < R; ++r) w[r] = r < RD ? v[it][r] : czero<C>();
-            twiddle_dft<R, -1, 1>(w, (const C*)nullptr, 0);
-            C* dst = out + s * ld + j * R;
-#pragma unroll
-            for (int r = 0; r < R; ++r) dst[r] = w[r];
-        }
-    }
-};
+}
 
 // The first pass of the inverse transform (NS = 1) with the pre-processing
 // (complex_sample), from Y[f * B + s] (Yb = Y + s0), f <= M.  As numpy.fft,
@@ -537,32 +516,23 @@ template <int THREADS, int NT> constexpr int blocks_of() { return THREADS / NT >
 }  // namespace fmv
 
 // Stages 1-2: X[f * B + s] = sum_{t < M} x_s[t] exp(-2 pi i f t / L), f = 0..M (TI -> TC arithmetic -> TO).
-// A block takes groups of S series blockIdx.x, blockIdx.x + gridDim.x, ... (the grid is what fits on the
-// device at once) and loads the samples of its next group before the passes over the current one, so that
-// those loads wait beside the passes instead of after them.  In complex128 the register budget is set for
-// 768 threads (three blocks of 256 hold the shared memory at the big size), as the loads ahead take registers.
+// In complex128 blocks of up to 256 threads get the register budget of 768 threads (shared memory holds
+// three blocks of 256 at the big size anyway): 80 registers instead of 64 took the big size's forward
+// transform from 53.9 to 51.4 us, and 1045 to 1016 us with K = 16
+// (benchmarks/results/h200-fft-ab-ahead-stop21.jsonl, the "resident": false rows of the tree).
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int M, int... Rs>
-__global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 1024, NT>())
-    rfft_pad(const TI* __restrict__ x, TO* __restrict__ X, const TC* __restrict__ twp, const TC* __restrict__ twl,
-             int B, int K) {
+__global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 && NT <= 256 ? 768 : 1024, NT>()) rfft_pad(const TI* __restrict__ x, TO* __restrict__ X, const TC* __restrict__ twp,
+                         const TC* __restrict__ twl, int B, int K) {
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
     typedef fmv::Split<Rs...> Radices;
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     TC* buf0 = reinterpret_cast<TC*>(fmv_smem);
     TC* buf1 = buf0 + S * ld;
-    const int groups = (B + S - 1) / S;
-    fmv::FirstPassInput<Radices::first, M, S, LOGS, NT, TI, TC> in;
-    int g = blockIdx.x;
-    if (g < groups) in.load(x, g * S, fmv::min_(S, B - g * S), K);
-    for (; g < groups; g += gridDim.x) {
-        const int s0 = g * S;
-        in.transform_into(buf0, K);
-        const int next = g + gridDim.x;
-        if (next < groups) in.load(x, next * S, fmv::min_(S, B - next * S), K);
-        Radices::template rest<-1, M, S, NT, TC>::run(
-            buf0, buf1, twp, fmv::ToSpectrum<M, S, LOGS, NT, TC, TO>{twl, X + s0, fmv::min_(S, B - s0), B});
-        __syncthreads();  // the last step reads the buffers the next group's first pass writes
-    }
+    const int s0 = blockIdx.x * S;
+    const int ns = fmv::min_(S, B - s0);
+    fmv::first_pass_from_global<Radices::first, M, S, LOGS, NT>(x, s0, ns, K, buf0);
+    Radices::template rest<-1, M, S, NT, TC>::run(buf0, buf1, twp,
+                                                  fmv::ToSpectrum<M, S, LOGS, NT, TC, TO>{twl, X + s0, ns, B});
 }
 
 // Stages 4-5: y_s[t] = scale * sum_f' Y[f * B + s] exp(2 pi i f t / L), t < M = Nt (Hermitian extension of

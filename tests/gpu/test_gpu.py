@@ -689,7 +689,6 @@ def test_fused_transforms_series_per_block(gpu, nt, S):
                 for threads in (32, 512):
                     gpu.sm_count, gpu.fused_smem_target, gpu.fused_threads = 1, 2 * S * (nt + 1) * cplx.itemsize, threads
                     gpu._fused.clear()
-                    gpu._resident.clear()
                     assert gpu._fused_config(nt, cplx, n * K, K)[0] == S
                     tol = 1e-5 if np.float32 in (tin, tfft) else 1e-13
                     x = rng.standard_normal((n, nt, K)).astype(tin)
@@ -705,38 +704,6 @@ def test_fused_transforms_series_per_block(gpu, nt, S):
     finally:
         gpu.sm_count, gpu.fused_smem_target, gpu.fused_threads = saved
         gpu._fused.clear()
-        gpu._resident.clear()
-
-
-@pytest.mark.parametrize("nt", [10, 500, 1000])
-def test_rfft_pad_blocks_over_several_groups(gpu, nt):
-    """rfft_pad with far fewer blocks than groups of series (a one-multiprocessor
-    device: each block takes groups g, g + gridDim.x, ... and loads the next
-    one's samples ahead), a partial last group, K = 1, 16 and odd, both
-    transform precisions, against NumPy; and the same with a block per group."""
-    rng = np.random.default_rng()
-    saved = gpu.sm_count
-    try:
-        for n, K in ((1203, 1), (41, 16), (267, 3)):
-            for tin, tfft in ((np.float64, np.float64), (np.float64, np.float32)):
-                cplx = np.dtype(np.result_type(tfft, np.complex64))
-                tol = 1e-5 if tfft == np.float32 else 1e-13
-                x = rng.standard_normal((n, nt, K)).astype(tin)
-                ref = np.fft.rfft(x.astype(np.float64), n=2 * nt, axis=1).transpose(1, 0, 2)
-                for sm_count, resident in ((1, True), (saved, False)):
-                    gpu.sm_count, gpu.fused_resident = sm_count, resident
-                    gpu._fused.clear()
-                    gpu._resident.clear()
-                    S = gpu._fused_config(nt, cplx, n * K, K)[0]
-                    out = cupy.full((nt + 1, n, K), np.nan, cplx)
-                    gpu.pad_rfft(cupy.asarray(x), out)
-                    assert rel_err(out.get(), ref) < tol, (n, K, tin, tfft, resident)
-                    if resident:
-                        assert -(-n * K // S) > max(gpu._resident.values()), "each block took one group"
-    finally:
-        gpu.sm_count, gpu.fused_resident = saved, True
-        gpu._fused.clear()
-        gpu._resident.clear()
 
 
 @pytest.mark.parametrize("real", [np.float64, np.float32])

@@ -281,11 +281,6 @@ class GPUBackend(Backend):
         Shared memory (bytes) and threads per block of the fused transforms
         (``fused_threads`` None: by size); measured on an H200 in
         ``benchmarks/results/h200-probe-fused-fft.jsonl``.
-    fused_resident : bool
-        ``rfft_pad`` launches only the blocks that fit on the device at once,
-        each taking several groups of series and loading the next group's
-        samples during the current one's passes (default); False: one block
-        per group (as the kernels of earlier revisions need, for A/B runs).
     smem_limit : int
         Dynamic shared memory (bytes) one block may opt in to on this device.
     direct_max_nt, direct_max_work, direct_max_smem : int
@@ -364,8 +359,6 @@ class GPUBackend(Backend):
                            "c2r": os.environ.get("FFTMATVEC_C2R", "fused")}
         self.fused_smem_target = 64 << 10  # shared memory per block of a fused transform (bytes)
         self.fused_threads: int | None = None  # threads per block of a fused transform (None: by size)
-        self.fused_resident = True  # rfft_pad's grid: the blocks that fit at once (False: a block per group)
-        self._resident: dict = {}  # rfft_pad kernel -> the blocks of it that fit on the device at once
         self._fused: dict[tuple, Any] = {}
         # the one-kernel product of direct_plan: Nt up to this (0: never), one block's DFT work
         # (n_in Nf Nt multiply-adds) and shared memory (bytes) up to these
@@ -881,12 +874,7 @@ class GPUBackend(Backend):
         args = [src, dst, twp, twl, np.int32(B), np.int32(K)]
         if scale is not None:
             args.append(_C2R[np.dtype(ctype)].type(scale))
-        blocks = -(-B // S)
-        if which == "rfft_pad" and self.fused_resident:  # the blocks that fit at once, each over several groups
-            if fn not in self._resident:
-                self._resident[fn] = self.sm_count * self._resident_blocks(fn, threads, smem)
-            blocks = min(blocks, self._resident[fn])
-        fn((blocks,), (threads,), tuple(args), shared_mem=smem)
+        fn((-(-B // S),), (threads,), tuple(args), shared_mem=smem)
         return True
 
     # -- stage 3 ---------------------------------------------------------
