@@ -9,10 +9,13 @@ from typing import Callable
 
 
 def source_at(rev: str, name: str) -> str:
-    """native/name at git revision rev, local includes expanded (from the same revision)."""
-    from fftmatvec.backend.kernels import expand_includes
+    """native/name at git revision rev, local includes expanded (from the same revision);
+    ``rev`` = ``file:PATH`` takes name from the file PATH and its includes from the working tree."""
+    from fftmatvec.backend.kernels import expand_includes, native_dir
 
     def read(fname: str) -> str:
+        if rev.startswith("file:"):
+            return open(rev[5:] if fname == name else native_dir() / fname).read()
         return subprocess.run(["git", "show", f"{rev}:native/{fname}"], check=True, capture_output=True,
                               text=True).stdout
 

@@ -27,6 +27,7 @@ CASES = [  # (series, K, real type, complex type, Nt)
     (5000, 1, np.float64, np.complex64, 1000), (100, 1, np.float64, np.complex128, 1000),
     (1000, 1, np.float64, np.complex128, 500), (1000, 1, np.float64, np.complex64, 500),
     (50, 1, np.float64, np.complex128, 500), (5000, 16, np.float64, np.complex128, 1000),
+    (5000, 16, np.float64, np.complex64, 1000),
 ]
 
 

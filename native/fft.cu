@@ -516,12 +516,12 @@ template <int THREADS, int NT> constexpr int blocks_of() { return THREADS / NT >
 }  // namespace fmv
 
 // Stages 1-2: X[f * B + s] = sum_{t < M} x_s[t] exp(-2 pi i f t / L), f = 0..M (TI -> TC arithmetic -> TO).
-// In complex128 blocks of up to 256 threads get the register budget of 768 threads (shared memory holds
-// three blocks of 256 at the big size anyway): 80 registers instead of 64 took the big size's forward
-// transform from 53.9 to 51.4 us, and 1045 to 1016 us with K = 16
-// (benchmarks/results/h200-fft-ab-ahead-stop21.jsonl, the "resident": false rows of the tree).
+// In complex64 the register budget is set for 1536 threads (42 registers), so that three blocks of 512 share a
+// multiprocessor (two by registers at 48): the big size's forward transform from float64 took 38.8 against
+// 43.4 us, 540 against 660 us with K = 16 (benchmarks/results/h200-fft-ab-c64regs-stop21.jsonl; the inverse
+// gained nothing that way, h200-fft-ab-regs-stop21.jsonl, and keeps 1024).
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int M, int... Rs>
-__global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 && NT <= 256 ? 768 : 1024, NT>()) rfft_pad(const TI* __restrict__ x, TO* __restrict__ X, const TC* __restrict__ twp,
+__global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 1024, NT>()) rfft_pad(const TI* __restrict__ x, TO* __restrict__ X, const TC* __restrict__ twp,
                          const TC* __restrict__ twl, int B, int K) {
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
     typedef fmv::Split<Rs...> Radices;
