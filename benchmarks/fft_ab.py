@@ -10,7 +10,10 @@ the series count ``n``, ``K``, ``nt``, the real and complex types, the launch
 set-up (``S``, ``threads``), ``pad_rfft_us``, ``irfft_unpad_us``,
 ``err_rfft`` (max error over max value against ``numpy.fft.rfft``) and
 ``err_roundtrip`` (the inverse of the forward against the input).  The launch
-set-up is the working tree's (``GPUBackend._fused_config``) for every variant.
+set-up is the working tree's (``GPUBackend._fused_config``) for every variant,
+so ``--rev`` suits revisions with the same kernel templates and launch rules;
+for others run that revision's package (``git archive REV src native``) with
+``--label REV`` beside the tree's.
 """
 from __future__ import annotations
 
@@ -35,6 +38,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rev", action="append", default=[], help="git revision to compare (repeatable)")
     ap.add_argument("--out", required=True, help="JSON lines appended here")
+    ap.add_argument("--label", default="tree", help="variant name of the package imported (default: tree); "
+                    "for a revision whose launch set-up differs, run its own package with this label")
     args = ap.parse_args()
 
     import cupy as cp
@@ -52,8 +57,8 @@ def main() -> int:
             y = cp.empty((n, nt, K), real)
             fft_real = np.float32 if cplx == np.complex64 else np.float64
             ref = np.fft.rfft(x_host.astype(np.float64), n=2 * nt, axis=1).transpose(1, 0, 2)
-            for variant in ["tree"] + args.rev:
-                select(variant)
+            for variant in [args.label] + args.rev:
+                select("tree" if variant == args.label else variant)
                 be._fused.clear()
                 be.pad_rfft(x, x_hat)
                 err_rfft = float(np.abs(x_hat.get() - ref).max() / np.abs(ref).max())

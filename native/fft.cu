@@ -15,7 +15,8 @@
 //   X[f] = E[f] + W^f O[f],  E = (Z[f] + conj Z[M-f]) / 2,  O = (Z[f] - conj Z[M-f]) / 2i,  W = exp(-2 pi i / L).
 // The complex transform is an iterative Stockham autosort FFT over the radices
 // Rs... (template arguments, product M; radices 2, 3, 4, 5, 7, 8, 10), ping-ponging
-// between two shared buffers; M, the radices and S are compile-time constants
+// between two shared buffers, or in one (IP) where each thread has at most one
+// butterfly per pass; M, the radices and S are compile-time constants
 // (one NVRTC instantiation per length, made on first use and cached).
 // Global memory is read or written inside the passes where it can be, since
 // shared-memory traffic bounds these kernels (each element goes through
@@ -40,7 +41,9 @@
 // imaginary parts of Y[0] and Y[M].
 //
 // Launch: gridDim.x = ceil(B / S) with S = 2^LOGS <= 16 (a divisor of K when K > 1),
-// blockDim.x = NT (a multiple of 32), dynamic shared memory 2 * S * Row<M, S, TC>::ld * sizeof(TC).
+// blockDim.x = NT (a multiple of 32), dynamic shared memory n * S * Row<M, S, TC>::ld * sizeof(TC) with
+// n = 1 buffer when the template argument IP is 1 (in place: allowed when every pass has at most one
+// butterfly per thread, InPlace), else 2.
 #include "fftmatvec_common.cuh"
 
 using fmv::index_t;
@@ -277,26 +280,53 @@ template <int M, int S, typename C> struct Row {
 
 // One Stockham pass of radix R over the S series of length M (row stride
 // Row::ld) from `in` to `out`; NS = product of the radices of the earlier
-// passes.  All sizes are compile-time constants, so the index arithmetic has
-// no divisions and the loops unroll.
-template <int R, int DIR, int M, int NS, int S, int NT, typename C>
+// passes.  With IP (in place: `in` and `out` are one buffer) each thread has
+// at most one butterfly (S nb <= NT): it reads its values, the block
+// synchronises, then it writes them.  All sizes are compile-time constants, so
+// the index arithmetic has no divisions and the loops unroll.
+template <int R, int DIR, int M, int NS, int S, int NT, int IP, typename C>
 FMV_DEV void stockham_pass(const C* in, C* out, const C* __restrict__ twp) {
     constexpr int nb = M / R, ld = Row<M, S, C>::ld;
-    constexpr int unroll = R * sizeof(C) > 64 ? 1 : 2;  // two butterflies of 10 complex128 spill (64 registers)
-#pragma unroll unroll
-    for (int e = threadIdx.x; e < S * nb; e += NT) {
-        const int s = e / nb, j = e - s * nb;
-        const int k = j % NS;
-        const C* src = in + s * ld + j;
+    if constexpr (IP) {
+        static_assert(S * nb <= NT, "in place: one butterfly per thread");
+        const int e = threadIdx.x, s = e / nb, j = e - s * nb, k = j % NS;
         C v[R];
+        if (e < S * nb) {
 #pragma unroll
-        for (int r = 0; r < R; ++r) v[r] = src[r * nb];
-        twiddle_dft<R, DIR, NS>(v, twp, k);
-        C* dst = out + s * ld + (j - k) * R + k;
+            for (int r = 0; r < R; ++r) v[r] = in[s * ld + j + r * nb];
+        }
+        __syncthreads();
+        if (e < S * nb) {
+            twiddle_dft<R, DIR, NS>(v, twp, k);
 #pragma unroll
-        for (int r = 0; r < R; ++r) dst[r * NS] = v[r];
+            for (int r = 0; r < R; ++r) out[s * ld + (j - k) * R + k + r * NS] = v[r];
+        }
+    } else {
+        constexpr int unroll = R * sizeof(C) > 64 ? 1 : 2;  // two butterflies of 10 complex128 spill (64 registers)
+#pragma unroll unroll
+        for (int e = threadIdx.x; e < S * nb; e += NT) {
+            const int s = e / nb, j = e - s * nb;
+            const int k = j % NS;
+            const C* src = in + s * ld + j;
+            C v[R];
+#pragma unroll
+            for (int r = 0; r < R; ++r) v[r] = src[r * nb];
+            twiddle_dft<R, DIR, NS>(v, twp, k);
+            C* dst = out + s * ld + (j - k) * R + k;
+#pragma unroll
+            for (int r = 0; r < R; ++r) dst[r * NS] = v[r];
+        }
     }
 }
+
+// Whether the passes of radices Rs over S series of length M can run in one
+// buffer: at most one butterfly per thread (NT) in each (the same rule as
+// fused_in_place in backend/gpu.py).  In place costs a synchronisation per pass
+// and registers; it pays where shared memory limits the blocks per
+// multiprocessor and there are many waves of blocks (GPUBackend._fused_config).
+template <int M, int S, int NT, int... Rs> struct InPlace {
+    static constexpr bool value = ((S * (M / Rs) <= NT) && ... && true);
+};
 
 template <typename T> struct pair_of;
 template <> struct pair_of<float> { typedef float2 type; };
@@ -440,20 +470,21 @@ FMV_DEV void last_pass_to_global(const C* in, const C* __restrict__ twp, TO* y, 
 }
 
 // The passes of radices Rs... from NS on, ping-ponging between the two
-// buffers; `last` runs the last one, fused with what follows it.
-template <int DIR, int M, int NS, int S, int NT, typename C, int... Rs> struct Passes;
-template <int DIR, int M, int NS, int S, int NT, typename C, int R> struct Passes<DIR, M, NS, S, NT, C, R> {
+// buffers (or in one, IP: the kernels then pass the same buffer as both);
+// `last` runs the last one, fused with what follows it.
+template <int DIR, int M, int NS, int S, int NT, int IP, typename C, int... Rs> struct Passes;
+template <int DIR, int M, int NS, int S, int NT, int IP, typename C, int R> struct Passes<DIR, M, NS, S, NT, IP, C, R> {
     template <typename Last> static FMV_DEV void run(C* in, C* out, const C* twp, const Last& last) {
         __syncthreads();
         last.template run<R>(in, out, twp);
     }
 };
-template <int DIR, int M, int NS, int S, int NT, typename C, int R, int R2, int... Rest>
-struct Passes<DIR, M, NS, S, NT, C, R, R2, Rest...> {
+template <int DIR, int M, int NS, int S, int NT, int IP, typename C, int R, int R2, int... Rest>
+struct Passes<DIR, M, NS, S, NT, IP, C, R, R2, Rest...> {
     template <typename Last> static FMV_DEV void run(C* in, C* out, const C* twp, const Last& last) {
         __syncthreads();
-        stockham_pass<R, DIR, M, NS, S, NT>(in, out, twp);
-        Passes<DIR, M, NS * R, S, NT, C, R2, Rest...>::run(out, in, twp, last);
+        stockham_pass<R, DIR, M, NS, S, NT, IP>(in, out, twp);
+        Passes<DIR, M, NS * R, S, NT, IP, C, R2, Rest...>::run(out, in, twp, last);
     }
 };
 
@@ -463,11 +494,12 @@ struct Passes<DIR, M, NS, S, NT, C, R, R2, Rest...> {
 template <int... Rs> struct Split;
 template <int R> struct Split<R> {
     static constexpr int first = R;
-    template <int DIR, int M, int S, int NT, typename C> using rest = Passes<DIR, M, R, S, NT, C, 1>;
+    template <int DIR, int M, int S, int NT, int IP, typename C> using rest = Passes<DIR, M, R, S, NT, IP, C, 1>;
 };
 template <int R, int R2, int... Rest> struct Split<R, R2, Rest...> {
     static constexpr int first = R;
-    template <int DIR, int M, int S, int NT, typename C> using rest = Passes<DIR, M, R, S, NT, C, R2, Rest...>;
+    template <int DIR, int M, int S, int NT, int IP, typename C>
+    using rest = Passes<DIR, M, R, S, NT, IP, C, R2, Rest...>;
 };
 template <> struct Split<> : Split<1> {};
 
@@ -475,15 +507,15 @@ template <> struct Split<> : Split<1> {};
 // post-processing X[f] = E + W^f O from Z[f] and Z[M - f] in shared memory,
 // stored to X[f * B + s] (Xb = X + s0).  (The inverse's pairing of butterflies
 // by shuffles, done here, was slower: benchmarks/results/h200-fft-pairs-ab.jsonl.)
-template <int M, int S, int LOGS, int NT, typename C, typename TO> struct ToSpectrum {
+template <int M, int S, int LOGS, int NT, int IP, typename C, typename TO> struct ToSpectrum {
     const C* __restrict__ twl;
     TO* __restrict__ Xb;
     int ns, B;
     template <int R> FMV_DEV void run(const C* in, C* out, const C* __restrict__ twp) const {
         constexpr int ld = Row<M, S, C>::ld;
         const C* Z = in;
-        if (R > 1) {  // (not the radix-1 pass of a one-radix transform)
-            stockham_pass<R, -1, M, M / R, S, NT>(in, out, twp);
+        if constexpr (R > 1) {  // (not the radix-1 pass of a one-radix transform)
+            stockham_pass<R, -1, M, M / R, S, NT, IP>(in, out, twp);
             __syncthreads();
             Z = out;
         }
@@ -520,19 +552,20 @@ template <int THREADS, int NT> constexpr int blocks_of() { return THREADS / NT >
 // multiprocessor (two by registers at 48): the big size's forward transform from float64 took 38.8 against
 // 43.4 us, 540 against 660 us with K = 16 (benchmarks/results/h200-fft-ab-c64regs-stop21.jsonl; the inverse
 // gained nothing that way, h200-fft-ab-regs-stop21.jsonl, and keeps 1024).
-template <typename TI, typename TC, typename TO, int LOGS, int NT, int M, int... Rs>
+template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int M, int... Rs>
 __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 1024, NT>()) rfft_pad(const TI* __restrict__ x, TO* __restrict__ X, const TC* __restrict__ twp,
                          const TC* __restrict__ twl, int B, int K) {
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
     typedef fmv::Split<Rs...> Radices;
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
+    static_assert(!IP || fmv::InPlace<M, S, NT, Rs...>::value, "in place needs one butterfly per thread and pass");
     TC* buf0 = reinterpret_cast<TC*>(fmv_smem);
-    TC* buf1 = buf0 + S * ld;
+    TC* buf1 = IP ? buf0 : buf0 + S * ld;
     const int s0 = blockIdx.x * S;
     const int ns = fmv::min_(S, B - s0);
     fmv::first_pass_from_global<Radices::first, M, S, LOGS, NT>(x, s0, ns, K, buf0);
-    Radices::template rest<-1, M, S, NT, TC>::run(buf0, buf1, twp,
-                                                  fmv::ToSpectrum<M, S, LOGS, NT, TC, TO>{twl, X + s0, ns, B});
+    Radices::template rest<-1, M, S, NT, IP, TC>::run(buf0, buf1, twp,
+                                                      fmv::ToSpectrum<M, S, LOGS, NT, IP, TC, TO>{twl, X + s0, ns, B});
 }
 
 // Stages 4-5: y_s[t] = scale * sum_f' Y[f * B + s] exp(2 pi i f t / L), t < M = Nt (Hermitian extension of
@@ -540,18 +573,19 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 10
 // In complex128 the register budget is set for 768 threads: shared memory holds three blocks of 256 threads at
 // the big size (two rows of 1008 values for each of two series), and the first pass's butterfly of radix 10
 // with its partner's values needs more than the 64 registers of 1024.
-template <typename TI, typename TC, typename TO, int LOGS, int NT, int M, int... Rs>
+template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int M, int... Rs>
 __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 1024, NT>()) irfft_unpad(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp,
                             const TC* __restrict__ twl, int B, int K, typename fmv::real_of<TC>::type scale) {
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
     typedef fmv::Split<Rs...> Radices;
     extern __shared__ double2 fmv_smem[];
+    static_assert(!IP || fmv::InPlace<M, S, NT, Rs...>::value, "in place needs one butterfly per thread and pass");
     TC* buf0 = reinterpret_cast<TC*>(fmv_smem);
-    TC* buf1 = buf0 + S * ld;
+    TC* buf1 = IP ? buf0 : buf0 + S * ld;
     const int s0 = blockIdx.x * S;
     const int ns = fmv::min_(S, B - s0);
     fmv::first_pass_from_spectrum<Radices::first, M, S, LOGS, NT>(Y + s0, twl, ns, B, buf0);
-    Radices::template rest<1, M, S, NT, TC>::run(
+    Radices::template rest<1, M, S, NT, IP, TC>::run(
         buf0, buf1, twp, fmv::ToSamples<M, S, LOGS, NT, TC, TO>{y, s0, ns, K, scale});
 }
 
@@ -563,18 +597,18 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 10
 #define FMV_IRFFT(TI, TC, TO, ...)                                                                                \
     template __global__ void irfft_unpad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, \
                                                                    typename fmv::real_of<TC>::type);
-FMV_RFFT(double, double2, double2, 1, 512, 1000, 10, 10, 10)
-FMV_RFFT(double, double2, double2, 1, 512, 1000, 5, 5, 5, 8)
-FMV_RFFT(double, float2, float2, 2, 256, 500, 4, 5, 5, 5)
-FMV_RFFT(float, double2, double2, 3, 64, 10, 2, 5)
-FMV_RFFT(double, double2, double2, 0, 32, 1)
-FMV_RFFT(double, double2, double2, 1, 256, 1000, 10, 10, 10)
-FMV_RFFT(double, float2, float2, 2, 512, 1000, 10, 10, 10)
-FMV_IRFFT(double2, double2, double, 1, 512, 1000, 10, 10, 10)
-FMV_IRFFT(double2, double2, double, 1, 256, 1000, 10, 10, 10)
-FMV_IRFFT(double2, double2, double, 2, 512, 500, 5, 10, 10)
-FMV_IRFFT(float2, float2, double, 2, 512, 1000, 10, 10, 10)
-FMV_IRFFT(float2, float2, float, 2, 512, 500, 5, 10, 10)
-FMV_IRFFT(float2, double2, double, 0, 32, 21, 3, 7)
-FMV_IRFFT(float2, float2, float, 2, 256, 500, 4, 5, 5, 5)
+FMV_RFFT(double, double2, double2, 1, 512, 0, 1000, 10, 10, 10)
+FMV_RFFT(double, double2, double2, 1, 512, 0, 1000, 5, 5, 5, 8)
+FMV_RFFT(double, float2, float2, 2, 256, 0, 500, 4, 5, 5, 5)
+FMV_RFFT(float, double2, double2, 3, 64, 0, 10, 2, 5)
+FMV_RFFT(double, double2, double2, 0, 32, 0, 1)
+FMV_RFFT(double, double2, double2, 1, 256, 1, 1000, 10, 10, 10)
+FMV_RFFT(double, float2, float2, 2, 512, 0, 1000, 10, 10, 10)
+FMV_IRFFT(double2, double2, double, 1, 512, 0, 1000, 10, 10, 10)
+FMV_IRFFT(double2, double2, double, 1, 256, 1, 1000, 10, 10, 10)
+FMV_IRFFT(double2, double2, double, 2, 512, 0, 500, 5, 10, 10)
+FMV_IRFFT(float2, float2, double, 2, 512, 0, 1000, 10, 10, 10)
+FMV_IRFFT(float2, float2, float, 2, 512, 0, 500, 5, 10, 10)
+FMV_IRFFT(float2, double2, double, 0, 32, 0, 21, 3, 7)
+FMV_IRFFT(float2, float2, float, 2, 256, 0, 500, 4, 5, 5, 5)
 #endif

@@ -706,6 +706,37 @@ def test_fused_transforms_series_per_block(gpu, nt, S):
         gpu._fused.clear()
 
 
+@pytest.mark.parametrize("nt", [1, 10, 500, 1000])
+def test_fused_transforms_in_place(gpu, nt):
+    """The complex128 transforms over many blocks run their passes in one
+    shared-memory buffer where every pass has one butterfly per thread (all
+    of Nt = 1 and 10; Nt = 1000 with 256 threads), in two otherwise (Nt = 500:
+    400 butterflies of radix 5 for 256 threads; 32 threads at Nt = 500 and
+    1000).  Both against NumPy, forward and inverse, K = 1 and 16."""
+    rng = np.random.default_rng()
+    saved = gpu.sm_count, gpu.fused_threads
+    try:
+        for threads in (None, 32):
+            for n, K in ((203, 1), (41, 16)):
+                gpu.sm_count, gpu.fused_threads = 1, threads  # one multiprocessor: many waves of blocks
+                gpu._fused.clear()
+                in_place = gpu._fused_config(nt, np.dtype(np.complex128), n * K, K)[6]
+                expected = nt in (1, 10) or (threads is None and nt == 1000)
+                assert in_place == {"rfft_pad": expected, "irfft_unpad": expected}, (threads, in_place)
+                x = rng.standard_normal((n, nt, K))
+                out = cupy.full((nt + 1, n, K), np.nan, np.complex128)
+                gpu.pad_rfft(cupy.asarray(x), out)
+                assert rel_err(out.get(), np.fft.rfft(x, n=2 * nt, axis=1).transpose(1, 0, 2)) < 1e-13
+                yh = rng.standard_normal((nt + 1, n, K)) + 1j * rng.standard_normal((nt + 1, n, K))
+                y = cupy.full((n, nt, K), np.nan)
+                gpu.irfft_unpad(cupy.asarray(yh), y, np.float64)
+                yref = np.fft.irfft(yh, n=2 * nt, axis=0)[:nt].transpose(1, 0, 2)
+                assert rel_err(y.get(), yref) < 1e-12
+    finally:
+        gpu.sm_count, gpu.fused_threads = saved
+        gpu._fused.clear()
+
+
 @pytest.mark.parametrize("real", [np.float64, np.float32])
 def test_fused_transforms_unaligned_views(gpu, real):
     """The fused transforms read and write samples in pairs where a pair is

@@ -159,6 +159,13 @@ def fused_row_stride(M: int, S: int, itemsize: int) -> int:
     return M + 1 if S == 1 or S >= P else M + 1 + (P // S - (M + 1)) % P
 
 
+def fused_in_place(M: int, S: int, threads: int, radices: list[int]) -> bool:
+    """Whether a fused transform may run its passes in one shared-memory buffer
+    (the rule of ``InPlace`` in native/fft.cu): every pass has at most one
+    butterfly per thread, which reads its values before any are written."""
+    return all(S * (M // R) <= threads for R in radices)
+
+
 def _allow_shared_memory(fn: Any, smem: int) -> None:
     """Let kernel ``fn`` take ``smem`` bytes of dynamic shared memory (above
     48 KB a kernel must opt in; up to :attr:`GPUBackend.smem_limit`)."""
@@ -818,12 +825,12 @@ class GPUBackend(Backend):
         """Launch set-up of the fused transforms (native/fft.cu) for length
         ``2 M`` in complex ``ctype`` over ``B = n K`` series, or None when
         ``M`` is not supported (a prime factor above 7, or one series does not
-        fit in shared memory): ``(S, threads, smem, twp, twl, radices)`` with
-        ``S`` series per block, ``threads`` per block by kernel name
-        (``"rfft_pad"``, ``"irfft_unpad"``), ``smem`` bytes of shared memory per
-        block, the twiddle tables ``twp`` (:func:`pass_twiddles`) and ``twl``
-        on the device, and the radices.  Twiddle tables are computed in
-        float64 and rounded once."""
+        fit in shared memory): ``(S, threads, smem, twp, twl, radices,
+        in_place)`` with ``S`` series per block, ``threads``, ``smem`` (bytes of
+        shared memory per block) and ``in_place`` (passes in one buffer) by
+        kernel name (``"rfft_pad"``, ``"irfft_unpad"``), the twiddle tables
+        ``twp`` (:func:`pass_twiddles`) and ``twl`` on the device, and the
+        radices.  Twiddle tables are computed in float64 and rounded once."""
         key = (M, ctype, B, K)
         if key in self._fused:
             return self._fused[key]
@@ -855,8 +862,18 @@ class GPUBackend(Backend):
                     threads = inverse_threads
             twp = self._cupy.asarray(pass_twiddles(radices).astype(ctype))
             twl = self._cupy.asarray(np.exp(-1j * np.pi * np.arange(M + 1) / M).astype(ctype))  # L = 2 M
-            smem = 2 * S * fused_row_stride(M, S, ctype.itemsize) * ctype.itemsize
-            cfg = (S, {"rfft_pad": threads, "irfft_unpad": inverse_threads}, smem, twp, twl, tuple(radices))
+            threads_of = {"rfft_pad": threads, "irfft_unpad": inverse_threads}
+            # complex128 over many waves of blocks runs in one buffer where it may: half the shared memory, so
+            # four blocks of 256 share a multiprocessor instead of three; 5000 x 16 series 943 against 1045 us
+            # forward and 1007 against 1162 inverse, 5000 series 53.1 against 53.7 and 57.2 against 65.7.
+            # One wave (the middle size's 1000 series: 6.5 against 6.0 us) and complex64 (two blocks of 512 by
+            # registers either way: 39.9 against 38.7 us at the big size) keep two buffers
+            # (benchmarks/results/h200-fft-ab-inplace-stop21.jsonl)
+            many_waves = ctype.itemsize == 16 and -(-B // S) >= 4 * self.sm_count
+            in_place_of = {name: many_waves and fused_in_place(M, S, n, radices) for name, n in threads_of.items()}
+            row = S * fused_row_stride(M, S, ctype.itemsize) * ctype.itemsize
+            smem_of = {name: (1 if in_place else 2) * row for name, in_place in in_place_of.items()}
+            cfg = (S, threads_of, smem_of, twp, twl, tuple(radices), in_place_of)
         self._fused[key] = cfg
         return cfg
 
@@ -867,9 +884,10 @@ class GPUBackend(Backend):
         cfg = self._fused_config(M, np.dtype(ctype), B, K)
         if cfg is None or B == 0:
             return cfg is not None
-        S, threads_of, smem, twp, twl, radices = cfg
-        threads = threads_of[which]
-        fn = kernels.kernel("fft.cu", which, src.dtype, ctype, dst.dtype, S.bit_length() - 1, threads, M, *radices)
+        S, threads_of, smem_of, twp, twl, radices, in_place_of = cfg
+        threads, smem = threads_of[which], smem_of[which]
+        fn = kernels.kernel("fft.cu", which, src.dtype, ctype, dst.dtype, S.bit_length() - 1, threads,
+                            int(in_place_of[which]), M, *radices)
         _allow_shared_memory(fn, smem)
         args = [src, dst, twp, twl, np.int32(B), np.int32(K)]
         if scale is not None:
