@@ -20,10 +20,11 @@ from .grid import SerialGrid
 from .vector import DistVector
 
 _F64 = np.dtype(np.float64)
-# Results up to this size of a one-process product into a new device array
-# get their array from a spare allocated after the previous product was
-# launched, so the allocation (microseconds of host time) overlaps the device's
-# work instead of delaying the launch; above it the product's own time dwarfs it.
+# Results up to this size of a one-process product into a new array get the
+# array allocated after the previous product of the same direction and shape
+# was launched, so the allocation (microseconds of host time on a GPU)
+# overlaps the device's work instead of delaying the launch; above it the
+# product's own time dwarfs it.  One such array per direction is kept.
 _SPARE_MAX_BYTES = 16 << 20
 
 Array = Any
@@ -112,7 +113,7 @@ class BTTOperator:
             precision, adjoint_precision = self.tuning.forward, self.tuning.adjoint
         self.precision = _precision.parse(precision)
         self.adjoint_precision = _precision.parse(adjoint_precision or precision)
-        self._spares: dict[tuple, Any] = {}  # (adjoint, shape): the next result's array (_local_product)
+        self._spares: dict[bool, Any] = {}  # per direction, the next result's array (_local_product)
         # Everything that can fail on one rank only (device, shapes, NaN in a
         # slab, out of memory) is voted on before the first product.
         with collective(_comm(self.grid), "setting up the operator") as vote:
@@ -400,13 +401,11 @@ class BTTOperator:
             if out is not None:
                 self.engine.apply(x, prec, adjoint=adjoint, out=out)
                 return out
-            key = (adjoint, shape)
-            out = self._spares.pop(key, None)
-            if out is None:
-                out = be.empty(shape, _F64)
+            spare = self._spares.pop(adjoint, None)
+            out = spare if spare is not None and spare.shape == shape else be.empty(shape, _F64)
             self.engine.apply(x, prec, adjoint=adjoint, out=out)
             if out.nbytes <= _SPARE_MAX_BYTES:
-                self._spares[key] = be.empty(shape, _F64)  # the next result's array, made while this one runs
+                self._spares[adjoint] = be.empty(shape, _F64)  # the next result's array, made while this one runs
             return out
         y = self.engine.apply(x, prec, adjoint=adjoint)
         if out is None:

@@ -207,14 +207,15 @@ def test_out_receives_the_product(code, K, rng):
         assert not np.isnan(out).any()
 
 
-@pytest.mark.parametrize("K", [None, 2])
-def test_each_product_returns_its_own_array(K, rng):
+@pytest.mark.parametrize("Ks", [(None,), (2,), (None, 2, 3)])
+def test_each_product_returns_its_own_array(Ks, rng):
     """Results are new arrays (the one-process path hands out an array made
-    ahead during the previous product): kept results stay as they were."""
+    ahead during the previous product of its direction): kept results stay as
+    they were, also when the batch size changes from one product to the next."""
     f = rng.standard_normal((3, 5, 7))
     op = BTTOperator(f)
     for product, n in ((op.matvec, 5), (op.rmatvec, 3)):
-        inputs = [rng.standard_normal((n, 7) + ((K,) if K else ())) for _ in range(4)]
+        inputs = [rng.standard_normal((n, 7) + ((K,) if K else ())) for K in Ks * 3]
         results = [product(v) for v in inputs]
         for i, (v, y) in enumerate(zip(inputs, results)):
             np.testing.assert_array_equal(y, product(v.copy()))
