@@ -278,43 +278,53 @@ template <int M, int S, typename C> struct Row {
     static constexpr int ld = (S == 1 || S >= P) ? M + 1 : M + 1 + ((P / S - (M + 1) % P) % P + P) % P;
 };
 
-// One Stockham pass of radix R over the S series of length M (row stride
-// Row::ld) from `in` to `out`; NS = product of the radices of the earlier
-// passes.  With IP (in place: `in` and `out` are one buffer) each thread has
-// at most one butterfly (S nb <= NT): it reads its values, the block
-// synchronises, then it writes them.  All sizes are compile-time constants, so
-// the index arithmetic has no divisions and the loops unroll.
+// Butterfly e of a Stockham pass of radix R over S series of length M (row
+// stride Row::ld; NS = product of the radices of the earlier passes): series
+// s, position j, twiddle index k.  It reads R values nb = M / R apart and
+// writes them NS apart.
+template <int R, int M, int NS, int S, typename C> struct Butterfly {
+    static constexpr int nb = M / R, ld = Row<M, S, C>::ld;
+    int s, j, k;
+    FMV_DEV explicit Butterfly(int e) : s(e / nb), j(e - s * nb), k(j % NS) {}  // (members in this order)
+    FMV_DEV void load(const C* in, C* v) const {
+#pragma unroll
+        for (int r = 0; r < R; ++r) v[r] = in[s * ld + j + r * nb];
+    }
+    FMV_DEV void store(C* out, const C* v) const {
+#pragma unroll
+        for (int r = 0; r < R; ++r) out[s * ld + (j - k) * R + k + r * NS] = v[r];
+    }
+};
+
+// One Stockham pass of radix R from `in` to `out`.  With IP (in place: `in`
+// and `out` are one buffer) each thread has at most one butterfly (S nb <=
+// NT): it reads its values, the block synchronises, then it writes them.  All
+// sizes are compile-time constants, so the index arithmetic has no divisions
+// and the loops unroll.
 template <int R, int DIR, int M, int NS, int S, int NT, int IP, typename C>
 FMV_DEV void stockham_pass(const C* in, C* out, const C* __restrict__ twp) {
-    constexpr int nb = M / R, ld = Row<M, S, C>::ld;
+    typedef Butterfly<R, M, NS, S, C> Item;
+    constexpr int items = S * Item::nb;
     if constexpr (IP) {
-        static_assert(S * nb <= NT, "in place: one butterfly per thread");
-        const int e = threadIdx.x, s = e / nb, j = e - s * nb, k = j % NS;
+        static_assert(items <= NT, "in place: one butterfly per thread");
+        const int e = threadIdx.x;
+        const Item b(e);
         C v[R];
-        if (e < S * nb) {
-#pragma unroll
-            for (int r = 0; r < R; ++r) v[r] = in[s * ld + j + r * nb];
-        }
+        if (e < items) b.load(in, v);
         __syncthreads();
-        if (e < S * nb) {
-            twiddle_dft<R, DIR, NS>(v, twp, k);
-#pragma unroll
-            for (int r = 0; r < R; ++r) out[s * ld + (j - k) * R + k + r * NS] = v[r];
+        if (e < items) {
+            twiddle_dft<R, DIR, NS>(v, twp, b.k);
+            b.store(out, v);
         }
     } else {
         constexpr int unroll = R * sizeof(C) > 64 ? 1 : 2;  // two butterflies of 10 complex128 spill (64 registers)
 #pragma unroll unroll
-        for (int e = threadIdx.x; e < S * nb; e += NT) {
-            const int s = e / nb, j = e - s * nb;
-            const int k = j % NS;
-            const C* src = in + s * ld + j;
+        for (int e = threadIdx.x; e < items; e += NT) {
+            const Item b(e);
             C v[R];
-#pragma unroll
-            for (int r = 0; r < R; ++r) v[r] = src[r * nb];
-            twiddle_dft<R, DIR, NS>(v, twp, k);
-            C* dst = out + s * ld + (j - k) * R + k;
-#pragma unroll
-            for (int r = 0; r < R; ++r) dst[r * NS] = v[r];
+            b.load(in, v);
+            twiddle_dft<R, DIR, NS>(v, twp, b.k);
+            b.store(out, v);
         }
     }
 }
