@@ -398,13 +398,12 @@ class BTTOperator:
         if not native or x.dtype != prec.pad or not x.flags.c_contiguous:
             x = be.xp.ascontiguousarray(be.asarray(x, dtype=prec.pad))
         if native and prec.reduce == _F64:  # the engine writes the caller's array
-            if out is not None:
-                self.engine.apply(x, prec, adjoint=adjoint, out=out)
-                return out
-            spare = self._spares.pop(adjoint, None)
-            out = spare if spare is not None and spare.shape == shape else be.empty(shape, _F64)
+            new_array = out is None
+            if new_array:
+                spare = self._spares.pop(adjoint, None)
+                out = spare if spare is not None and spare.shape == shape else be.empty(shape, _F64)
             self.engine.apply(x, prec, adjoint=adjoint, out=out)
-            if out.nbytes <= _SPARE_MAX_BYTES:
+            if new_array and out.nbytes <= _SPARE_MAX_BYTES:
                 self._spares[adjoint] = be.empty(shape, _F64)  # the next result's array, made while this one runs
             return out
         y = self.engine.apply(x, prec, adjoint=adjoint)
