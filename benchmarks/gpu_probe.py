@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     start, end = cp.cuda.Event(), cp.cuda.Event()
 
     def emit(**rec):
-        line = json.dumps(rec, default=str)
+        line = json.dumps(rec)
         print(line, flush=True)
         if out:
             out.write(line + "\n")
@@ -312,19 +312,14 @@ def main(argv=None) -> int:
         eng = get_big()
         saved = (dict(be.gemm_tiles), dict(be.gemm_staged), dict(be.gemm_tensor), be.gemm_splits,
                  dict(be.gemm_min_k), dict(be.blas_min_k))
-        f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
-        tensor = [("tensor", (32, 3, 2, f32)), ("tensor", (16, 4, 3, f32)), ("tensor", (16, 6, 2, f32))]
-        # complex64 on the float64 tensor cores: one block a multiprocessor (162 registers at K = 16), or two
-        tensor_f64 = [("tensor", (32, 3, 1, f64)), ("tensor", (64, 3, 1, f64)), ("tensor", (32, 4, 1, f64)),
-                      ("tensor", (16, 3, 2, f64))]
-        tensor128 = [("tensor", (32, 3, 1, f64)), ("tensor", (16, 3, 1, f64)), ("tensor", (16, 3, 2, f64)),
-                     ("tensor", (16, 4, 1, f64)), ("tensor", (16, 6, 1, f64))]
-        deep = [("tensor", (32, 5, 1, f32)), ("tensor", (16, 8, 1, f32))]  # more chunks in flight, one block an SM
-        variants = {(C64, 16): tensor + tensor_f64 + deep + [("staged", (5, 4, 32, 3, 2)),
-                                                             ("fwd", (2, 4, 2, 2, 2, 2))],
-                    (C64, 12): tensor[:2] + tensor_f64[:2] + [("staged", (5, 4, 32, 3, 2))],
-                    (C64, 8): tensor[:2] + tensor_f64 + [("fwd", (1, 8, 2, 4, 1, 2))],
-                    (C64, 4): tensor[:1] + tensor_f64[:1] + [("fwd", (1, 8, 2, 4, 2, 2))],
+        tensor = [("tensor", (32, 3, 2)), ("tensor", (16, 4, 3)), ("tensor", (16, 6, 2))]
+        tensor128 = [("tensor", (32, 3, 1)), ("tensor", (16, 3, 1)), ("tensor", (16, 3, 2)), ("tensor", (16, 4, 1)),
+                     ("tensor", (16, 6, 1))]
+        deep = [("tensor", (32, 5, 1)), ("tensor", (16, 8, 1))]  # more chunks in flight, one block a multiprocessor
+        variants = {(C64, 16): tensor + deep + [("staged", (5, 4, 32, 3, 2)), ("fwd", (2, 4, 2, 2, 2, 2))],
+                    (C64, 12): tensor[:2] + [("staged", (5, 4, 32, 3, 2))],
+                    (C64, 8): tensor[:2] + [("fwd", (1, 8, 2, 4, 1, 2))],
+                    (C64, 4): tensor[:1] + [("fwd", (1, 8, 2, 4, 2, 2))],
                     (C128, 16): tensor128 + [("staged", (2, 4, 16, 3, 2))],
                     (C128, 12): tensor128[:3],
                     (C128, 8): tensor128[:3] + [("fwd", (2, 4, 2, 2, 4, 2))],
@@ -370,12 +365,10 @@ def main(argv=None) -> int:
         checked against cuBLAS's adjoint product and timed beside it."""
         eng = get_big()
         saved = dict(be.adj_tensor), dict(be.adj_tensor_min_k), dict(be.blas_min_k)
-        shapes = [(8, 1, 2), (8, 2, 1), (8, 2, 2), (8, 4, 1), (4, 2, 2), (4, 4, 3), (8, 4, 2)]
+        tiles = [(8, 1, 2), (8, 2, 1), (8, 2, 2), (8, 4, 1), (4, 2, 2), (4, 4, 3), (8, 4, 2)]
         for ta in (C64, C128):
             if str(ta) not in args.gemm_dtypes.split(","):
                 continue
-            types = (np.float32, np.float64) if ta == C64 else (np.float64,)
-            tiles = [shape + (np.dtype(tm),) for tm in types for shape in shapes]
             A = eng.Fhat[ta]
             for K in (16, 8):
                 d = rand_c((Nf, Nd, K), ta)

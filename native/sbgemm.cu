@@ -426,7 +426,7 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
 // memory (real parts, imaginary parts and their sums make the three A
 // fragments), and two complex values of X make its B fragments of the three
 // products (TensorProduct):
-// * complex64 with TM = float: mma.sync.m16n8k8 in TF32 with float32 sums (compute capability
+// * complex64: mma.sync.m16n8k8 in TF32 with float32 sums (compute capability
 //   8.0), as 3xTF32: each float v = big + small, big = tf32(v), small = v - big;
 //   a product sums big*small, small*big and big*big, and drops small*small
 //   (2^-21 relative).  The tensor core's float32 sums lose a little on every
@@ -434,13 +434,8 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
 //   columns, 2.4e-5 at 10000 against float32's 2e-6), so its sums start from
 //   zero each chunk and are added to the kept Re Y and Im Y in float32
 //   arithmetic: about float32's accuracy.
-// * float64 (TM = double; compute capability 9.0): mma.sync.m16n8k8 in
-//   float64, whose sums are float64 additions, so the three products go on
-//   over all chunks.  Complex128 always; complex64 too where that is faster:
-//   its values widened to float64 need no splitting (a third of the tensor
-//   products and none of the splits' instructions) and its products and sums
-//   are float64's, more accurate than 3xTF32, at half the float64 tensor
-//   core's rate per byte of A that complex128 has.
+// * complex128: mma.sync.m16n8k8 in float64 (compute capability 9.0), whose
+//   sums are float64 additions: the three products go on over all chunks.
 // Block (f, column split) as in sbgemm_staged, blockIdx.y the chunk of KB
 // right-hand sides, chunks of BK columns of A (rows < nd) and of X copied in
 // by cp.async, NS deep.  Warp w takes rows 16 (w % MT) .. + 15 (MT =
@@ -478,10 +473,10 @@ FMV_DEV void mma_m16n8k8(double (&d)[4], const double (&a)[4], double b0, double
 
 // The three products of one k-step for one tile of 8 right-hand sides: A's fragments from its four values
 // a[e] (row g, + 8 for odd e; column t, + 4 for e >= 2), then t1 += Ar Xr, t2 += Ai Xi, t3 += (Ar + Ai)(Xr + Xi)
-// with X's values v0 (row t) and v1 (row t + 4) of column g, on the tensor core's type TM.  `fold`: the tensor
-// core's sums drift (float32) and must restart from zero every few k-steps, added to sums kept in the threads.
-template <typename TA, typename TM> struct TensorProduct;
-template <> struct TensorProduct<float2, float> {
+// with X's values v0 (row t) and v1 (row t + 4) of column g.  `fold`: the tensor core's sums drift (float32) and
+// must restart from zero every few k-steps, added to sums kept in the threads.
+template <typename TA> struct TensorProduct;
+template <> struct TensorProduct<float2> {
     static constexpr bool fold = true;
     struct AFragments {
         unsigned rbig[4], rsmall[4], ibig[4], ismall[4], sbig[4], ssmall[4];
@@ -516,27 +511,26 @@ template <> struct TensorProduct<float2, float> {
         mma_m16n8k8(t3, f.sbig, sb0, sb1);
     }
 };
-template <typename TA> struct TensorProduct<TA, double> {
+template <> struct TensorProduct<double2> {
     static constexpr bool fold = false;
     struct AFragments {
         double r[4], i[4], s[4];
     };
-    static FMV_DEV AFragments a_fragments(const TA (&a)[4]) {
+    static FMV_DEV AFragments a_fragments(const double2 (&a)[4]) {
         AFragments f;
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
             f.r[e] = a[e].x;
             f.i[e] = a[e].y;
-            f.s[e] = f.r[e] + f.i[e];
+            f.s[e] = a[e].x + a[e].y;
         }
         return f;
     }
-    static FMV_DEV void products(double (&t1)[4], double (&t2)[4], double (&t3)[4], const AFragments& f, TA v0,
-                                 TA v1) {
-        const double r0 = v0.x, r1 = v1.x, i0 = v0.y, i1 = v1.y;
-        mma_m16n8k8(t1, f.r, r0, r1);
-        mma_m16n8k8(t2, f.i, i0, i1);
-        mma_m16n8k8(t3, f.s, r0 + i0, r1 + i1);
+    static FMV_DEV void products(double (&t1)[4], double (&t2)[4], double (&t3)[4], const AFragments& f,
+                                 double2 v0, double2 v1) {
+        mma_m16n8k8(t1, f.r, v0.x, v1.x);
+        mma_m16n8k8(t2, f.i, v0.y, v1.y);
+        mma_m16n8k8(t3, f.s, v0.x + v0.y, v1.x + v1.y);
     }
 };
 
@@ -565,12 +559,12 @@ template <typename R, int NH> struct Sums3M {
 
 }  // namespace fmv
 
-template <typename TA, typename TM, int KB, int BK, int NS, int P, int VA, int VX, int MAXT, int MINB>
+template <typename TA, int KB, int BK, int NS, int P, int VA, int VX, int MAXT, int MINB>
 __global__ void __launch_bounds__(MAXT, MINB)
 sbgemm_tc(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm, int K,
           int S, int cw, int lda) {
-    typedef TM R;  // the sums' type
-    typedef fmv::TensorProduct<TA, TM> Product;
+    typedef typename fmv::real_of<TA>::type R;
+    typedef fmv::TensorProduct<TA> Product;
     constexpr int NH = KB / 8;  // tiles of 8 output columns per half (Re, Im)
     constexpr int AS = BK + 4;
     constexpr int XS = KB + (sizeof(TA) == 16 ? 2 : 4);
@@ -659,12 +653,12 @@ sbgemm_tc(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y
 // dynamic shared memory 8 ceil(nd / 8) XS sizeof(TA) bytes, XS = KB + 4
 // (complex64) or KB + 2 (complex128).
 // ---------------------------------------------------------------------------
-template <typename TA, typename TX, typename TM, int KB, int W, int U, int MINB>
+template <typename TA, typename TX, int KB, int W, int U, int MINB>
 __global__ void __launch_bounds__(32 * W, MINB)
 sbgemm_adj_tc(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm, int K,
               int S, int cw) {
-    typedef TM R;  // the sums' type
-    typedef fmv::TensorProduct<TA, TM> Product;
+    typedef typename fmv::real_of<TA>::type R;
+    typedef fmv::TensorProduct<TA> Product;
     constexpr int NH = KB / 8;  // tiles of 8 output columns per half (Re, Im)
     constexpr int XS = KB + (sizeof(TA) == 16 ? 2 : 4);
     constexpr int FOLD = 16;
@@ -754,24 +748,21 @@ FMV_STAGED(float2, 5, 4, 32, 3, 2, 2, 2)
 FMV_STAGED(float2, 5, 4, 32, 3, 1, 1, 2)
 FMV_STAGED(double2, 2, 4, 16, 3, 1, 1, 2)
 #ifndef FMV_HIP
-#define FMV_TC(TA, TM, KB, BK, NS, P, VA, VX, MAXT, MINB)                                                   \
-    template __global__ void sbgemm_tc<TA, TM, KB, BK, NS, P, VA, VX, MAXT, MINB>(const TA*, const TA*, TA*, int, \
-                                                                                 int, int, int, int, int, int);
-FMV_TC(float2, float, 16, 32, 3, 1, 2, 2, 256, 2)
-FMV_TC(float2, float, 16, 32, 3, 2, 1, 1, 512, 1)
-FMV_TC(float2, float, 8, 32, 3, 4, 2, 2, 256, 2)
-FMV_TC(float2, float, 8, 16, 4, 1, 2, 1, 256, 3)
-FMV_TC(float2, double, 16, 32, 3, 1, 2, 2, 256, 1)
-FMV_TC(float2, double, 8, 64, 3, 1, 2, 2, 256, 2)
-FMV_TC(double2, double, 16, 16, 3, 1, 1, 1, 256, 2)
-FMV_TC(double2, double, 8, 16, 3, 2, 1, 1, 512, 1)
-#define FMV_ADJ_TC(TA, TX, TM, KB, W, U, MINB)                                                                  \
-    template __global__ void sbgemm_adj_tc<TA, TX, TM, KB, W, U, MINB>(const TA*, const TX*, TA*, int, int, int, \
-                                                                        int, int, int);
-FMV_ADJ_TC(double2, double2, double, 16, 8, 1, 2)
-FMV_ADJ_TC(double2, float2, double, 8, 8, 1, 2)
-FMV_ADJ_TC(float2, float2, float, 16, 8, 1, 2)
-FMV_ADJ_TC(float2, double2, float, 8, 4, 2, 2)
-FMV_ADJ_TC(float2, float2, double, 16, 8, 1, 2)
+#define FMV_TC(TA, KB, BK, NS, P, VA, VX, MAXT, MINB)                                                 \
+    template __global__ void sbgemm_tc<TA, KB, BK, NS, P, VA, VX, MAXT, MINB>(const TA*, const TA*, TA*, int, int, \
+                                                                             int, int, int, int, int);
+FMV_TC(float2, 16, 32, 3, 1, 2, 2, 256, 2)
+FMV_TC(float2, 16, 32, 3, 2, 1, 1, 512, 1)
+FMV_TC(float2, 8, 32, 3, 4, 2, 2, 256, 2)
+FMV_TC(float2, 8, 16, 4, 1, 2, 1, 256, 3)
+FMV_TC(double2, 16, 16, 3, 1, 1, 1, 256, 2)
+FMV_TC(double2, 8, 16, 3, 2, 1, 1, 512, 1)
+#define FMV_ADJ_TC(TA, TX, KB, W, U, MINB)                                                                      \
+    template __global__ void sbgemm_adj_tc<TA, TX, KB, W, U, MINB>(const TA*, const TX*, TA*, int, int, int, int, int, \
+                                                                    int);
+FMV_ADJ_TC(double2, double2, 16, 8, 1, 2)
+FMV_ADJ_TC(double2, float2, 8, 8, 1, 2)
+FMV_ADJ_TC(float2, float2, 16, 8, 1, 2)
+FMV_ADJ_TC(float2, double2, 8, 4, 2, 2)
 #endif
 #endif

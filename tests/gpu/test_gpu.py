@@ -436,14 +436,6 @@ def gemm_kernels_taken(be) -> set:
     return {cfg[6] for key, cfg in be._launch.items() if key[0] == "gemm"}
 
 
-def tensor_tiles(be, tiles: dict, ta) -> list:
-    """The default tensor-core tile of ``ta`` in ``tiles`` (:attr:`GPUBackend.gemm_tensor`
-    or :attr:`GPUBackend.adj_tensor`) with each tensor-core type this device runs
-    (complex64: 3xTF32 and float64; complex128: float64)."""
-    types = (np.float32, np.float64) if np.dtype(ta) == np.complex64 else (np.float64,)
-    return [t for t in (tiles[np.dtype(ta)][:-1] + (np.dtype(tm),) for tm in types) if be.tensor_cores_for(t)]
-
-
 @pytest.mark.parametrize(
     "ta,tx", [(np.complex128, np.complex128), (np.complex64, np.complex64), (np.complex64, np.complex128),
               (np.complex128, np.complex64)], ids=["zz", "cc", "cz", "zc"])
@@ -458,11 +450,11 @@ def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
               (2, 5, 3, 33), (1, 64, 4096, 16), (2, 3, 40, 8), (2, 70, 129, 4), (2, 300, 50, 12),
               (2, 330, 50, 10), (3, 250, 301, 6), (2, 16, 64, 7))
     tensor, staged = dict(be.gemm_tensor), dict(be.gemm_staged)
-    kinds = [("sbgemm_tc", tile) for tile in tensor_tiles(be, tensor, ta)] + [("sbgemm_staged", None),
-                                                                               ("sbgemm_fwd", None)]
+    kinds = ("sbgemm_tc", "sbgemm_staged", "sbgemm_fwd") if be.tensor_cores_for(ta) else ("sbgemm_staged",
+                                                                                         "sbgemm_fwd")
     try:
-        for (nf, nd, nm, K), (kind, tile) in itertools.product(shapes, kinds):
-            be.gemm_tensor = {key: None for key in tensor} | ({np.dtype(ta): tile} if tile else {})
+        for (nf, nd, nm, K), kind in itertools.product(shapes, kinds):
+            be.gemm_tensor = tensor if kind == "sbgemm_tc" else {key: None for key in tensor}
             be.gemm_staged = staged if kind != "sbgemm_fwd" else {key: None for key in staged}
             be._launch.clear()
             tc_taken = kind == "sbgemm_tc" and nd <= 256
@@ -482,7 +474,7 @@ def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
                 if S == 3:  # the forced splits were taken, not a launch cached before
                     assert ((3,) + out.shape, np.dtype(ta), "sbgemm-splits") in be._scratch
                 taken = gemm_kernels_taken(be)
-                assert ("sbgemm_tc" in taken) == tc_taken, (nf, nd, nm, K, kind, tile, taken)
+                assert ("sbgemm_tc" in taken) == tc_taken, (nf, nd, nm, K, kind, taken)
     finally:
         be.gemm_splits = None
         be.gemm_staged, be.gemm_tensor = staged, tensor
@@ -499,15 +491,13 @@ def test_sbgemv_no_rows(gemm_gpu, K):
 
 
 def test_sbgemm_tc_accuracy(gemm_gpu, rng):
-    """The tensor-core products in complex64 are as accurate as the float32
-    one on long sums: the tensor core's own float32 sums (3xTF32) drift with
-    the number of columns (2.4e-5 at 10000 when kept over a whole row),
-    which the per-chunk sums must keep out; float64 ones sum in float64, so
-    their error is the result's rounding to complex64."""
+    """The tensor-core product (3xTF32) is as accurate as the float32 one on
+    long sums: the tensor core's own float32 sums drift with the number of
+    columns (2.4e-5 at 10000 when kept over a whole row), which the
+    per-chunk sums must keep out."""
     be = gemm_gpu
-    tiles = tensor_tiles(be, be.gemm_tensor, np.complex64)
-    if not tiles:
-        pytest.skip("no tensor cores")
+    if not be.tensor_cores:
+        pytest.skip("no TF32 tensor cores")
     nf, nd, nm, K = 2, 40, 40000, 12
     A = (rng.standard_normal((nf, nd, nm)) + 1j * rng.standard_normal((nf, nd, nm))).astype(np.complex64)
     x = (rng.standard_normal((nf, nm, K)) + 1j * rng.standard_normal((nf, nm, K))).astype(np.complex64)
@@ -515,17 +505,16 @@ def test_sbgemm_tc_accuracy(gemm_gpu, rng):
     errs = {}
     tensor = dict(be.gemm_tensor)
     try:
-        for tile in tiles + [None]:
-            be.gemm_tensor = {key: None for key in tensor} | {np.dtype(np.complex64): tile}
+        for kind in ("sbgemm_tc", "sbgemm_staged"):
+            be.gemm_tensor = tensor if kind == "sbgemm_tc" else {key: None for key in tensor}
             be._launch.clear()
             out = cupy.empty((nf, nd, K), np.complex64)
             be.sbgemv(cupy.asarray(A), cupy.asarray(x), out, adjoint=False)
-            assert gemm_kernels_taken(be) == {"sbgemm_staged" if tile is None else "sbgemm_tc"}
-            errs[None if tile is None else tile[-1].name] = rel_err(out.get(), ref)
+            assert gemm_kernels_taken(be) == {kind}
+            errs[kind] = rel_err(out.get(), ref)
     finally:
         be.gemm_tensor = tensor
-    assert errs.get("float32", 0) < 2 * errs[None], errs
-    assert errs.get("float64", 0) < EPS_S, errs
+    assert errs["sbgemm_tc"] < 2 * errs["sbgemm_staged"], errs
 
 
 @pytest.mark.parametrize(
@@ -537,17 +526,14 @@ def test_sbgemm_adj_tc(gpu, rng, ta, tx):
     3 to 16 (one or two tiles of 8 right-hand sides, unused ones), forced
     column splits, no rows at all."""
     be = gpu
-    tiles = tensor_tiles(be, be.adj_tensor, ta)
-    if not tiles:
+    if not be.tensor_cores_for(ta):
         pytest.skip("no tensor cores for this dtype")
     tol = 5e-14 if ta == np.complex128 else 2e-6
-    saved = dict(be.adj_tensor_min_k), be.gemm_splits, dict(be.adj_tensor)
+    saved = dict(be.adj_tensor_min_k), be.gemm_splits
     be.adj_tensor_min_k = {key: 3 for key in be.adj_tensor_min_k}
     try:
-        for (nf, nd, nm, K), tile in itertools.product(
-                ((2, 100, 1000, 16), (3, 9, 257, 9), (2, 1, 33, 12), (2, 130, 77, 5), (1, 64, 4096, 8),
-                 (2, 17, 500, 3), (2, 0, 40, 10)), tiles):
-            be.adj_tensor[np.dtype(ta)] = tile
+        for nf, nd, nm, K in ((2, 100, 1000, 16), (3, 9, 257, 9), (2, 1, 33, 12), (2, 130, 77, 5), (1, 64, 4096, 8),
+                              (2, 17, 500, 3), (2, 0, 40, 10)):
             for S in (None, 3):
                 be.gemm_splits = S
                 A = (rng.standard_normal((nf, nd, nm)) + 1j * rng.standard_normal((nf, nd, nm))).astype(ta)
@@ -558,10 +544,10 @@ def test_sbgemm_adj_tc(gpu, rng, ta, tx):
                 got = out.get()
                 assert np.all(np.isfinite(got)), (nf, nd, nm, K, S)
                 assert rel_err(got, ref) < tol * np.sqrt(max(nd, 1)), (nd, nm, K, S)  # nd = 0: exact zeros
-                key = ("gemm-adj", nf, nd, nm, K, np.dtype(ta), np.dtype(tx), tile, S)
+                key = ("gemm-adj", nf, nd, nm, K, np.dtype(ta), np.dtype(tx), be.adj_tensor[np.dtype(ta)], S)
                 assert be._launch.get(key) is not None, key  # sbgemm_adj_tc ran
     finally:
-        be.adj_tensor_min_k, be.gemm_splits, be.adj_tensor = saved
+        be.adj_tensor_min_k, be.gemm_splits = saved
 
 
 @pytest.mark.parametrize("ta", [np.complex64, np.complex128], ids=["c", "z"])

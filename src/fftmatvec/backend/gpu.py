@@ -256,16 +256,16 @@ class GPUBackend(Backend):
         Tile ``(TM, TN, BK, NS, MINB)`` of ``sbgemm_staged``, which takes forward
         products with 9-16 right-hand sides when set (None: ``sbgemm_fwd``).
     gemm_tensor : dict[numpy.dtype, tuple or None]
-        Tile ``(BK, NS, MINB, TM)`` of ``sbgemm_tc`` (on the tensor cores of
-        type ``TM``: float32 as 3xTF32, about float32's accuracy, complex64
-        only; float64), which takes the forward products of
-        ``native/sbgemm.cu`` before ``sbgemm_staged`` and ``sbgemm_fwd`` when
-        set and :meth:`tensor_cores_for` the tile.
+        Tile ``(BK, NS, MINB)`` of ``sbgemm_tc`` (on the tensor cores: complex64
+        as 3xTF32, about float32's accuracy; complex128 in float64), which takes
+        the forward products of ``native/sbgemm.cu`` before ``sbgemm_staged``
+        and ``sbgemm_fwd`` when set and :attr:`tensor_cores` (complex64) or
+        :attr:`tensor_cores_f64` (complex128) is true.
     adj_tensor : dict[numpy.dtype, tuple or None]
-        Tile ``(W, U, MINB, TM)`` of ``sbgemm_adj_tc`` (the adjoint on the tensor
+        Tile ``(W, U, MINB)`` of ``sbgemm_adj_tc`` (the adjoint on the tensor
         cores, as ``sbgemm_tc``), which takes adjoint products with
         :attr:`adj_tensor_min_k` to 16 right-hand sides before cuBLAS when set
-        and :meth:`tensor_cores_for` the tile.
+        and the tensor cores for the dtype are there.
     adj_tensor_min_k : dict[numpy.dtype, int]
         Fewest right-hand sides of an adjoint product for ``sbgemm_adj_tc``.
     tensor_cores : bool
@@ -326,7 +326,6 @@ class GPUBackend(Backend):
         # benchmarks/results/h200-probe-gemm-stop15.jsonl and h200-probe-kgemm-stop20.jsonl): the native
         # kernels win up to these K (exclusive), cuBLAS's batched GEMM from there
         c64, c128 = np.dtype(np.complex64), np.dtype(np.complex128)
-        f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
         self.blas_min_k = {(c64, False): 17, (c64, True): 9, (c128, False): 17 if self.tensor_cores_f64 else 3,
                            (c128, True): 9}
         # forward products with gemm_min_k <= K < blas_min_k take native/sbgemm.cu, the others of
@@ -347,14 +346,14 @@ class GPUBackend(Backend):
         # sbgemm_tc (on the tensor cores) before both: (BK, NS, MINB); complex128: one block of 7 warps a
         # multiprocessor, chunks of 32 columns (h200-probe-gemmvar-stop20{,-b}.jsonl: 1.23-1.25x at K = 16,
         # against 1.25-1.27x for two blocks with chunks of 16 and 1.34-1.36x for one; more stages were slower)
-        self.gemm_tensor: dict[np.dtype, tuple | None] = {c64: (32, 3, 2, f32), c128: (32, 3, 1, f64)}
+        self.gemm_tensor: dict[np.dtype, tuple | None] = {c64: (32, 3, 2), c128: (32, 3, 1)}
         # sbgemm_adj_tc (the adjoint on the tensor cores) for adj_tensor_min_k <= K <= 16, before cuBLAS and
         # the one-column kernels: (W, U, MINB) (benchmarks/results/h200-probe-adjvar-stop20.jsonl: loads of one
         # k-step ahead were fastest, 1.40x the floor in complex128 and 2.04x in complex64 at K = 16, against
         # cuBLAS's 1.59 and 3.21x; h200-probe-kgemm-stop20.jsonl: at K = 8, which costs both kernels what
         # K = 5-8 does, 1.29x against 1.99x for the one-column kernels in complex128, in complex64 1.59
         # against 1.64x, within run-to-run noise, so complex64 keeps the one-column kernels up to K = 8)
-        self.adj_tensor: dict[np.dtype, tuple | None] = {c64: (8, 1, 2, f32), c128: (8, 1, 2, f64)}
+        self.adj_tensor: dict[np.dtype, tuple | None] = {c64: (8, 1, 2), c128: (8, 1, 2)}
         self.adj_tensor_min_k = {c64: 9, c128: 5}
         self.real_gemm = {np.dtype(np.complex64): False, np.dtype(np.complex128): False}
         self.fwd_splits: int | None = None  # column splits of the forward kernel (None: automatic)
@@ -1100,11 +1099,9 @@ class GPUBackend(Backend):
         if S > 1:
             self._sum_splits(dst, out, S)
 
-    def tensor_cores_for(self, tile: tuple | None) -> bool:
-        """Whether a tile of ``sbgemm_tc`` or ``sbgemm_adj_tc`` (:attr:`gemm_tensor`,
-        :attr:`adj_tensor`; None: none) can run here: its last entry, the
-        tensor core's type, float32 (3xTF32) or float64."""
-        return tile is not None and (self.tensor_cores_f64 if np.dtype(tile[-1]) == np.float64 else self.tensor_cores)
+    def tensor_cores_for(self, dtype: Any) -> bool:
+        """Whether ``sbgemm_tc`` and ``sbgemm_adj_tc`` can run in complex ``dtype`` here."""
+        return self.tensor_cores if np.dtype(dtype) == np.complex64 else self.tensor_cores_f64
 
     def _gemm_splits(self, fn, blocks: int, threads: int, nm: int, BX: int, smem: int = 0) -> int:
         """Column splits so that the last wave of ``blocks * S`` blocks is nearly full, when that fills the
@@ -1135,7 +1132,7 @@ class GPUBackend(Backend):
         128 threads)."""
         tensor = self.gemm_tensor.get(ta)
         c64 = ta == np.complex64
-        if self.tensor_cores_for(tensor) and nd <= 256:
+        if tensor is not None and self.tensor_cores_for(ta) and nd <= 256:
             KB = 8 if K <= 8 else 16  # fewer right-hand sides are zero columns: the same time as 8
             MT = -(-nd // 16)
             XS = tc_x_stride(ta, KB)
@@ -1143,13 +1140,12 @@ class GPUBackend(Backend):
             def phases(BK: int) -> int:  # of the k-steps: about 8 warps a block
                 return max(1, min(4, 8 // MT, BK // 8))
 
-            BK, NS, MINB, tm = tensor
-            tm = np.dtype(tm)
-
             def smem_of(BK: int, NS: int) -> int:
-                return max(NS * (nd * (BK + 4) + BK * XS) * ta.itemsize, (phases(BK) - 1) * 32 * MT * KB * tm.itemsize)
+                return max(NS * (nd * (BK + 4) + BK * XS) * ta.itemsize,
+                           (phases(BK) - 1) * 32 * MT * KB * _C2R[ta].itemsize)
 
             # the tile, else fewer stages, else shorter chunks, as many rows need (up to 256 fit in one of them)
+            BK, NS, MINB = tensor
             BK, NS = next(((bk, ns) for bk, ns in ((BK, NS), (BK, 2), (16, NS), (16, 2))
                            if smem_of(bk, ns) <= self.smem_limit), (BK, NS))
             P = phases(BK)
@@ -1158,7 +1154,7 @@ class GPUBackend(Backend):
                 VA = 2 if c64 and aligned and nm % 2 == 0 else 1
                 VX = 2 if c64 and x_pairs else 1
                 MAXT, MINB = (256, MINB) if 32 * MT * P <= 256 else (512, 1)
-                fn = kernels.kernel("sbgemm.cu", "sbgemm_tc", ta, tm, KB, BK, NS, P, VA, VX, MAXT, MINB)
+                fn = kernels.kernel("sbgemm.cu", "sbgemm_tc", ta, KB, BK, NS, P, VA, VX, MAXT, MINB)
                 _allow_shared_memory(fn, smem)
                 S = self._gemm_splits(fn, nf, 32 * MT * P, nm, BK, smem)
                 cw = -(-nm // S)
@@ -1220,20 +1216,19 @@ class GPUBackend(Backend):
         return True
 
     def _adj_tensor_config(self, nf, nd, nm, K, ta, tx) -> tuple | None:
-        """Launch of ``sbgemm_adj_tc``: tile ``(W, U, MINB, TM)`` of :attr:`adj_tensor`
+        """Launch of ``sbgemm_adj_tc``: tile ``(W, U, MINB)`` of :attr:`adj_tensor`
         (W warps a block, U k-steps of loads ahead, registers capped for MINB
-        blocks a multiprocessor, the tensor core's type), 8 or 16 right-hand
-        sides a block, column splits as the forward kernels'; None where it
-        does not apply."""
+        blocks a multiprocessor), 8 or 16 right-hand sides a block, column
+        splits as the forward kernels'; None where it does not apply."""
         tile = self.adj_tensor.get(ta)
-        if not self.tensor_cores_for(tile):
+        if tile is None or not self.tensor_cores_for(ta):
             return None
-        W, U, MINB, tm = tile
+        W, U, MINB = tile
         KB = 8 if K <= 8 else 16
         smem = 8 * -(-nd // 8) * tc_x_stride(ta, KB) * ta.itemsize  # X[f], rows padded to 8
         if smem > self.smem_limit:
             return None
-        fn = kernels.kernel("sbgemm.cu", "sbgemm_adj_tc", ta, tx, np.dtype(tm), KB, W, U, MINB)
+        fn = kernels.kernel("sbgemm.cu", "sbgemm_adj_tc", ta, tx, KB, W, U, MINB)
         _allow_shared_memory(fn, smem)
         S = self._gemm_splits(fn, nf, 32 * W, nm, 16 * W, smem)
         cw = -(-nm // (16 * S)) * 16  # whole tiles of 16 columns
