@@ -11,7 +11,8 @@ responses), so that the big size costs seconds, not minutes.  Times
 * the whole local product (``LocalBTT.apply``) eager and replayed,
 * the naive CuPy pipeline, and K = 16 right-hand sides (native vs cuBLAS),
 * the tiles of the kernels with several right-hand sides, forward
-  (``gemmvar``) and adjoint (``adjvar``), against cuBLAS,
+  (``gemmvar``) and adjoint (``adjvar``), against cuBLAS, and the forward
+  one at whole and part-filled waves of blocks (``waves``),
 * the transforms run beside the product on another stream (``overlap``),
 * the device time of every kernel of the replayed product (PyTorch's
   profiler, which records all kernels of the process through CUPTI), and
@@ -304,6 +305,28 @@ def main(argv=None) -> int:
                              floor_ratio=t / (A.nbytes / bw))
                 del x, y, d, m
         be.blas_min_k, be.gemm_min_k, be.adj_tensor_min_k = saved
+
+    def part_waves():
+        """The forward product with 16 right-hand sides (Nd = 100, Nm = 5000) at
+        numbers of frequencies that fill whole waves of blocks and that do not
+        (1001, the big size's), complex64 and complex128: time per frequency
+        and x the floor, so that the cost of a part-filled last wave shows."""
+        saved = dict(be.gemm_min_k), dict(be.blas_min_k)
+        for ta, nfs in ((C128, (1001, 1056, 924, 990)), (C64, (1001, 1056, 1188, 792))):
+            be.gemm_min_k[ta], be.blas_min_k[(ta, False)] = 1, 10**6
+            for nf in nfs:
+                A = rand_c((nf, 100, 5000), ta)
+                x = rand_c((nf, 5000, 16), ta)
+                y = cp.empty((nf, 100, 16), ta)
+                # sbgemm_tc's blocks: as many as are resident, and (where the package has the setting) one a frequency
+                for blocks in (None, nf) if nf == 1001 and hasattr(be, "gemm_tc_blocks") else (None,):
+                    be.gemm_tc_blocks = blocks
+                    t = timeit(lambda: be.sbgemv(A, x, y, adjoint=False), reps=15)
+                    cfg = [v for k, v in be._launch.items() if k[0] == "gemm" and k[1] == nf and k[5] == ta][-1]
+                    emit(what="waves", ta=str(ta), nf=nf, K=16, kernel=cfg[6], grid=cfg[1], splits=cfg[5],
+                         time_s=t, us_per_frequency=t * 1e6 / nf, floor_ratio=t / (A.nbytes / bw))
+        be.gemm_min_k, be.blas_min_k = saved
+        be.gemm_tc_blocks = None
 
     def part_gemm_variants():
         """sbgemm_tc's and sbgemm_staged's tiles and sbgemm_fwd's lane layouts
@@ -843,7 +866,7 @@ def main(argv=None) -> int:
     for name, fn in (("latency", part_latency), ("small", part_small), ("mid", part_mid),
                      ("midvar", part_mid_variants), ("fft", part_fft), ("fftvar", part_fft_variants),
                      ("fftradix", part_fft_radices), ("variants", part_variants), ("engine", part_engine),
-                     ("kgemm", part_kgemm), ("gemmvar", part_gemm_variants), ("adjvar", part_adj_variants),
+                     ("kgemm", part_kgemm), ("waves", part_waves), ("gemmvar", part_gemm_variants), ("adjvar", part_adj_variants),
                      ("k16", part_k16), ("overlap", part_overlap), ("kernels", part_kernels),
                      ("kernelsk", part_kernels_nrhs), ("host", part_host), ("chunks", part_chunks),
                      ("hostparts", part_host_parts), ("wait", part_wait),
