@@ -318,15 +318,11 @@ def main(argv=None) -> int:
                 A = rand_c((nf, 100, 5000), ta)
                 x = rand_c((nf, 5000, 16), ta)
                 y = cp.empty((nf, 100, 16), ta)
-                # sbgemm_tc's blocks: as many as are resident, and (where the package has the setting) one a frequency
-                for blocks in (None, nf) if nf == 1001 and hasattr(be, "gemm_tc_blocks") else (None,):
-                    be.gemm_tc_blocks = blocks
-                    t = timeit(lambda: be.sbgemv(A, x, y, adjoint=False), reps=15)
-                    cfg = [v for k, v in be._launch.items() if k[0] == "gemm" and k[1] == nf and k[5] == ta][-1]
-                    emit(what="waves", ta=str(ta), nf=nf, K=16, kernel=cfg[6], grid=cfg[1], splits=cfg[5],
-                         time_s=t, us_per_frequency=t * 1e6 / nf, floor_ratio=t / (A.nbytes / bw))
+                t = timeit(lambda: be.sbgemv(A, x, y, adjoint=False), reps=15)
+                cfg = next(v for k, v in be._launch.items() if k[0] == "gemm" and k[1] == nf and k[5] == ta)
+                emit(what="waves", ta=str(ta), nf=nf, K=16, kernel=cfg[6], grid=cfg[1], splits=cfg[5], time_s=t,
+                     us_per_frequency=t * 1e6 / nf, floor_ratio=t / (A.nbytes / bw))
         be.gemm_min_k, be.blas_min_k = saved
-        be.gemm_tc_blocks = None
 
     def part_gemm_variants():
         """sbgemm_tc's and sbgemm_staged's tiles and sbgemm_fwd's lane layouts

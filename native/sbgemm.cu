@@ -62,8 +62,8 @@ FMV_DEV void lds_pair(const double2* p, double2& a, double2& b) {
     b = p[1];
 }
 
-// The share of the product of block (blockIdx.x, blockIdx.y) in sbgemm_staged:
-// frequency f and column split `split` of S (blockIdx.x = f S +
+// The share of the product of block (blockIdx.x, blockIdx.y) in sbgemm_staged
+// and sbgemm_tc: frequency f and column split `split` of S (blockIdx.x = f S +
 // split; columns jbeg .. jend - 1 of width cw, nchunks chunks of BK), right-hand
 // sides k0 .. k0 + kn - 1 (chunk blockIdx.y of KB).
 template <int BK, int KB> struct BlockShare {
@@ -77,14 +77,11 @@ template <int BK, int KB> struct BlockShare {
 // X into a stage of shared memory (row strides AS and XS), for thread tid of
 // nthreads: VA columns of A's rows arow, arow + RP, ... and VX right-hand
 // sides of X's rows xj, xj + XR, ... (RP = nthreads / (BK / VA), XR =
-// nthreads / (KB / VX)), of columns jbeg .. jend - 1 and right-hand sides
-// k0 .. k0 + kn - 1 of frequency f, then (next_frequency) of f + 1, ...  A
-// thread copies the same rows and columns of every chunk and frequency, so
-// its addresses are worked out once, a chunk and a frequency add constants
-// and the sources step by a 64-bit stride (with 32-bit row offsets
-// recomputed per copy, sbgemm_tc took 1.94 against 1.72x the floor).
-// Columns past jend are zero-filled: such a copy reads nothing and points at
-// the frequency's first value.
+// nthreads / (KB / VX)).  A thread copies the same rows and columns of every
+// chunk, so its addresses are worked out once, a chunk adds a constant and the
+// sources step by a 64-bit stride (with 32-bit row offsets recomputed per
+// copy, sbgemm_tc took 1.94 against 1.72x the floor).  Columns past jend are
+// zero-filled: such a copy reads nothing and keeps pointing at row 0.
 template <typename TA, int BK, int KB, int VA, int VX, int AS, int XS> struct ChunkCopies {
     static constexpr int CPR = BK / VA;  // copies per row of a chunk of A
     static constexpr int XPR = KB / VX;  // copies per row of a chunk of X
@@ -94,9 +91,9 @@ template <typename TA, int BK, int KB, int VA, int VX, int AS, int XS> struct Ch
     bool xok;
 
     // A: rows of Fhat (lda rows a frequency, row stride nm), X: (nf, nm, K)
-    FMV_DEV ChunkCopies(const TA* A, const TA* X, int nd, int nm, int K, int lda, int f, int jbeg, int jend, int k0,
-                        int kn, int tid, int nthreads)
-        : af(A + (index_t)f * lda * nm), xf(X + (index_t)f * nm * K + k0), jbeg(jbeg), jend(jend) {
+    FMV_DEV ChunkCopies(const TA* A, const TA* X, int nd, int nm, int K, int lda, const BlockShare<BK, KB>& b,
+                        int tid, int nthreads)
+        : af(A + (index_t)b.f * lda * nm), xf(X + (index_t)b.f * nm * K + b.k0), jbeg(b.jbeg), jend(b.jend) {
         const int RP = nthreads / CPR, arow = tid / CPR;
         acol = tid % CPR * VA;
         arows = arow < nd ? (nd - arow + RP - 1) / RP : 0;
@@ -108,7 +105,7 @@ template <typename TA, int BK, int KB, int VA, int VX, int AS, int XS> struct Ch
         xj = tid / XPR;
         const int xk = tid % XPR * VX;
         xrows = xj < BK ? (BK - xj + XR - 1) / XR : 0;
-        xok = xk < kn;
+        xok = xk < b.kn;
         xsrc = xf + (index_t)(jbeg + xj) * K + xk;
         xstep = (index_t)XR * K;
         xchunk = (index_t)BK * K;
@@ -116,17 +113,7 @@ template <typename TA, int BK, int KB, int VA, int VX, int AS, int XS> struct Ch
         XRS = XR * XS;
     }
 
-    // on to the next frequency: afreq = lda nm and xfreq = nm K values further (the caller's, to keep them out of
-    // the registers of the copies: with them, and a frequency's offset added per chunk, sbgemm_tc's loop took
-    // 4-7% more instructions and time)
-    FMV_DEV void next_frequency(index_t afreq, index_t xfreq) {
-        af += afreq;
-        asrc += afreq;
-        xf += xfreq;
-        xsrc += xfreq;
-    }
-
-    // chunk c (columns jbeg + c BK ..) of the frequency into the stage buffers ab [rows][AS] and xb [BK][XS]
+    // chunk c (columns jbeg + c BK ..) into the stage buffers ab [rows][AS] and xb [BK][XS]
     FMV_DEV void issue(int c, TA* ab, TA* xb) const {
         const int j0 = jbeg + c * BK;
         const bool last = j0 + BK > jend;
@@ -148,7 +135,6 @@ template <typename TA, int BK, int KB, int VA, int VX, int AS, int XS> struct Ch
 // Chunks 0 .. nchunks - 1 through NS stages of shared memory: issue(c) starts
 // the asynchronous copies of chunk c into stage c % NS, body(c) sums chunk c
 // once it is in for every thread; NS - 1 chunks are in flight meanwhile.
-// Each is called once per chunk, in increasing order.
 template <int NS, typename Issue, typename Body>
 FMV_DEV void for_each_staged_chunk(int nchunks, const Issue& issue, const Body& body) {
 #pragma unroll
@@ -351,8 +337,7 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
     const int kg = tid % 4, rg = (tid / 4) % RG, ph = tid / (4 * RG);
     const fmv::BlockShare<BK, KB> b(S, cw, nm, K);
     // rows nd .. rows - 1 of the tile are never read into a kept sum, so never copied
-    const fmv::ChunkCopies<TA, BK, KB, VA, VX, AS, XS> copies(A, X, nd, nm, K, lda, b.f, b.jbeg, b.jend, b.k0, b.kn,
-                                                              tid, 256);
+    const fmv::ChunkCopies<TA, BK, KB, VA, VX, AS, XS> copies(A, X, nd, nm, K, lda, b, tid, 256);
     auto issue = [&](int c) { copies.issue(c, as + (c % NS) * rows * AS, xs + (c % NS) * BK * XS); };
 
     R t1[TM][TN], t2[TM][TN], t3[TM][TN];
@@ -451,30 +436,16 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
 //   arithmetic: about float32's accuracy.
 // * complex128: mma.sync.m16n8k8 in float64 (compute capability 9.0), whose
 //   sums are float64 additions: the three products go on over all chunks.
-// Work split: the product is nf nch units (f, c), chunk c of BK columns of
-// frequency f (nch = ceil(nm / BK)), f-major, and block b of G = gridDim.x
-// takes units U b / G .. U (b + 1) / G - 1 (U = nf nch): a persistent grid of
-// the blocks that are resident at once, so that all finish together (a block
-// a frequency left the last wave of 7.6 a fifth full in complex128:
-// 2.30 us a frequency against 2.21 with whole waves).  blockIdx.y is the
-// chunk of KB right-hand sides.  Chunks of A (rows < nd) and X go through
-// shared memory by cp.async, NS deep, one pipeline over all the block's
-// units.  Warp w takes rows 16 (w % MT) .. + 15 (MT = ceil(nd / 16) row
-// tiles; rows past nd read row nd - 1 and are not kept) and the k-steps ph,
-// ph + P, ... of each chunk (ph = w / MT); at the end of a frequency's units
-// the P phases are summed through shared memory, and a block that had all
-// of the frequency's chunks writes Y[f].  Of a frequency shared by blocks
-// (only the two ends of a block's units can be), each writes its part to
-// `part`, slot 2 (blockIdx.y G + b) + 0 for its first frequency and + 1 for
-// its last (16 MT x KB values, row-major), and sbgemm_tc_shared adds them.
-// (Adding them in this kernel, by the last block to finish its part, took
-// it from 1.21 to 1.40x the floor: the barriers, fence and atomic of that
-// rarely taken path slowed its main loop.)
+// Block (f, column split) as in sbgemm_staged, blockIdx.y the chunk of KB
+// right-hand sides, chunks of BK columns of A (rows < nd) and of X copied in
+// by cp.async, NS deep.  Warp w takes rows 16 (w % MT) .. + 15 (MT =
+// ceil(nd / 16) row tiles; rows past nd read row nd - 1 and are not kept)
+// and the k-steps ph, ph + P, ... of each chunk (ph = w / MT); the P phases
+// are summed through shared memory at the end.
 // MAXT, MINB: launch bounds (blockDim.x <= MAXT; registers capped for MINB blocks a multiprocessor).
-// Launch: blockDim.x = 32 MT P <= MAXT, gridDim.x = G <= nf nch, gridDim.y = ceil(K / KB),
-// dynamic shared memory NS (nd AS + BK XS) sizeof(TA) + (P - 1) 32 MT KB sizeof(real) bytes,
-// AS = BK + 4, XS = KB + 4 (complex64) or KB + 2 (complex128): the lanes of a load in distinct banks;
-// part: 2 gridDim.y G 16 MT KB values of TA.
+// Launch: blockDim.x = 32 MT P <= MAXT, gridDim.x = nf * S, gridDim.y = ceil(K / KB),
+// dynamic shared memory max(NS (nd AS + BK XS) sizeof(TA), (P - 1) 32 MT KB sizeof(real)) bytes,
+// AS = BK + 4, XS = KB + 4 (complex64) or KB + 2 (complex128): the lanes of a load in distinct banks.
 // ---------------------------------------------------------------------------
 namespace fmv {
 
@@ -591,7 +562,7 @@ template <typename R, int NH> struct Sums3M {
 template <typename TA, int KB, int BK, int NS, int P, int VA, int VX, int MAXT, int MINB>
 __global__ void __launch_bounds__(MAXT, MINB)
 sbgemm_tc(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm, int K,
-          int lda, TA* __restrict__ part) {
+          int S, int cw, int lda) {
     typedef typename fmv::real_of<TA>::type R;
     typedef fmv::TensorProduct<TA> Product;
     constexpr int NH = KB / 8;  // tiles of 8 output columns per half (Re, Im)
@@ -602,76 +573,22 @@ sbgemm_tc(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     TA* as = reinterpret_cast<TA*>(fmv_smem);  // [NS][nd][AS]
     TA* xs = as + NS * nd * AS;                // [NS][BK][XS]
-    R* red = reinterpret_cast<R*>(xs + NS * BK * XS);  // [P - 1][32 MT][2 NH][4]
 
     const int tid = threadIdx.x, nthreads = blockDim.x;
     const int lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
     const int MT = (nd + 15) / 16;
     const int mt = warp % MT, ph = warp / MT;
-    const int k0 = blockIdx.y * KB, kn = fmv::min_(KB, K - k0);
-    const int nch = (nm + BK - 1) / BK, G = gridDim.x;
-    const long long units = (long long)nf * nch;
-    const long long lo = units * blockIdx.x / G, hi = units * (blockIdx.x + 1) / G;
-
-    // the chunk of the next unit to copy in and the frequency and chunk of the next to sum: for_each_staged_chunk
-    // takes the units in order (a 64-bit division per unit was a third of sbgemm_tc's instructions)
-    int fs = (int)(lo / nch), cs = (int)(lo - (long long)fs * nch), ci = cs;
-    const int nunits = (int)(hi - lo);
-    fmv::ChunkCopies<TA, BK, KB, VA, VX, AS, XS> copies(A, X, nd, nm, K, lda, fs, 0, nm, k0, kn, tid, nthreads);
-    auto issue = [&](int n) {
-        copies.issue(ci, as + (n % NS) * nd * AS, xs + (n % NS) * BK * XS);
-        if (++ci == nch) ci = 0, copies.next_frequency((index_t)lda * nm, (index_t)nm * K);
-    };
+    const fmv::BlockShare<BK, KB> b(S, cw, nm, K);
+    const fmv::ChunkCopies<TA, BK, KB, VA, VX, AS, XS> copies(A, X, nd, nm, K, lda, b, tid, nthreads);
+    auto issue = [&](int c) { copies.issue(c, as + (c % NS) * nd * AS, xs + (c % NS) * BK * XS); };
 
     fmv::Sums3M<R, NH> acc;
     const int r0 = fmv::min_(16 * mt + g, nd - 1) * AS, r1 = fmv::min_(16 * mt + g + 8, nd - 1) * AS;
 
-    // The sums of frequency f are complete in this block: phase 0 gets the others' sums and writes Y[f], or the
-    // block's part of it.
-    auto finish_frequency = [&](int f) {
-        if (!Product::fold) acc.add_terms();
-        const int slot = tid % (32 * MT);
-        if (P > 1) {
-            if (ph > 0) {
-                R* r = red + ((ph - 1) * 32 * MT + slot) * 8 * NH;
-#pragma unroll
-                for (int n = 0; n < 2 * NH; ++n)
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) r[n * 4 + e] = acc.sum[n][e];
-            }
-            __syncthreads();
-            if (ph == 0)
-#pragma unroll
-                for (int n = 0; n < 2 * NH; ++n)
-#pragma unroll
-                    for (int e = 0; e < 4; ++e)
-#pragma unroll
-                        for (int p = 1; p < P; ++p) acc.sum[n][e] += red[((p - 1) * 32 * MT + slot) * 8 * NH + n * 4 + e];
-        }
-        const long long fu = (long long)f * nch;  // f's first unit
-        if (ph == 0) {
-            const bool whole = fu >= lo && fu + nch <= hi;
-            TA* yf = Y + ((index_t)f * nd) * K + k0;
-            TA* mine = part + ((index_t)(2 * (blockIdx.y * G + blockIdx.x) + (fu <= lo ? 0 : 1))) * (16 * MT * KB);
-#pragma unroll
-            for (int h = 0; h < NH; ++h)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {  // fragment element e: row g (+8 for e >= 2), column 2t + (e & 1)
-                    const int i = 16 * mt + g + 8 * (e >> 1), k = 8 * h + 2 * t + (e & 1);
-                    const TA v = fmv::cmake<TA>(acc.sum[h][e], acc.sum[NH + h][e]);
-                    if (!whole)
-                        mine[i * KB + k] = v;
-                    else if (i < nd && k < kn)
-                        yf[(index_t)i * K + k] = v;
-                }
-        }
-        acc = fmv::Sums3M<R, NH>();
-    };
-
-    fmv::for_each_staged_chunk<NS>(nunits, issue, [&](int n) {
-        const TA* ab = as + (n % NS) * nd * AS;
-        const TA* xb = xs + (n % NS) * BK * XS + g;
+    fmv::for_each_staged_chunk<NS>(b.nchunks, issue, [&](int c) {
+        const TA* ab = as + (c % NS) * nd * AS;
+        const TA* xb = xs + (c % NS) * BK * XS + g;
 #pragma unroll
         for (int u = 0; u < BK / (8 * P); ++u) {
             const int j = 8 * (ph + u * P) + t;
@@ -683,39 +600,36 @@ sbgemm_tc(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y
                                   xb[(j + 4) * XS + 8 * h]);
         }
         if (Product::fold) acc.add_terms();
-        if (n + 1 == nunits || cs + 1 == nch) finish_frequency(fs);
-        if (++cs == nch) cs = 0, ++fs;
     });
-}
+    if (!Product::fold) acc.add_terms();
 
-// The frequencies that blocks of sbgemm_tc shared: Y[f] = the sum of the blocks' parts in block order (so the
-// result does not depend on which block finished first).  Block (b - 1, blockIdx.y) looks at the first unit of
-// sbgemm_tc's block b (of G = gridDim.x + 1, units and parts as there): its frequency f is shared when b does not
-// start it, and is summed here by the first such b.  rows = 16 MT, the rows of a part.
-// Launch: gridDim = (G - 1, ceil(K / KB)), any blockDim.x.
-template <typename TA>
-__global__ void sbgemm_tc_shared(TA* __restrict__ Y, const TA* __restrict__ part, int nf, int nd, int nm, int K,
-                                 int BK, int KB, int rows) {
-    const int G = gridDim.x + 1, b = blockIdx.x + 1;
-    const int nch = (nm + BK - 1) / BK;
-    const long long units = (long long)nf * nch;
-    auto first_unit = [&](int c) { return units * c / G; };  // of sbgemm_tc's block c
-    auto block_of = [&](long long u) { return (int)(((u + 1) * G - 1) / units); };
-    const long long u = first_unit(b);
-    const int f = (int)(u / nch);
-    const long long fu = (long long)f * nch;
-    const int b0 = block_of(fu), b1 = block_of(fu + nch - 1);
-    if (u == fu || b != b0 + 1) return;
-    const int k0 = blockIdx.y * KB, kn = fmv::min_(KB, K - k0), tile = rows * KB;
-    for (int e = threadIdx.x; e < tile; e += blockDim.x) {
-        const int i = e / KB, k = e % KB;
-        if (i >= nd || k >= kn) continue;
-        TA v = fmv::czero<TA>();
-        for (int c = b0; c <= b1; ++c) {  // b0's part of f is its last unless f starts it
-            const TA w = part[(index_t)(2 * (blockIdx.y * G + c) + (c == b0 && fu > first_unit(b0) ? 1 : 0)) * tile + e];
-            v = fmv::cmake<TA>(v.x + w.x, v.y + w.y);
-        }
-        Y[((index_t)f * nd + i) * K + k0 + k] = v;
+    // phases 1 .. P-1 leave their sums in shared memory, phase 0 adds them in order and writes Y
+    R* red = reinterpret_cast<R*>(fmv_smem);  // [P - 1][32 MT][2 NH][4]
+    const int slot = tid % (32 * MT);
+    if (ph > 0) {
+        R* r = red + ((ph - 1) * 32 * MT + slot) * 8 * NH;
+#pragma unroll
+        for (int n = 0; n < 2 * NH; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) r[n * 4 + e] = acc.sum[n][e];
+    }
+    __syncthreads();
+    if (ph == 0) {
+#pragma unroll
+        for (int n = 0; n < 2 * NH; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+#pragma unroll
+                for (int p = 1; p < P; ++p) acc.sum[n][e] += red[((p - 1) * 32 * MT + slot) * 8 * NH + n * 4 + e];
+        TA* ys = Y + (index_t)b.split * nf * nd * K;
+#pragma unroll
+        for (int h = 0; h < NH; ++h)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {  // fragment element e: row g (+8 for e >= 2), column 2t + (e & 1)
+                const int i = 16 * mt + g + 8 * (e >> 1), k = 8 * h + 2 * t + (e & 1);
+                if (i < nd && k < b.kn)
+                    ys[((index_t)b.f * nd + i) * K + b.k0 + k] = fmv::cmake<TA>(acc.sum[h][e], acc.sum[NH + h][e]);
+            }
     }
 }
 
@@ -836,15 +750,13 @@ FMV_STAGED(double2, 2, 4, 16, 3, 1, 1, 2)
 #ifndef FMV_HIP
 #define FMV_TC(TA, KB, BK, NS, P, VA, VX, MAXT, MINB)                                                 \
     template __global__ void sbgemm_tc<TA, KB, BK, NS, P, VA, VX, MAXT, MINB>(const TA*, const TA*, TA*, int, int, \
-                                                                             int, int, int, TA*);
+                                                                             int, int, int, int, int);
 FMV_TC(float2, 16, 32, 3, 1, 2, 2, 256, 2)
 FMV_TC(float2, 16, 32, 3, 2, 1, 1, 512, 1)
 FMV_TC(float2, 8, 32, 3, 4, 2, 2, 256, 2)
 FMV_TC(float2, 8, 16, 4, 1, 2, 1, 256, 3)
 FMV_TC(double2, 16, 16, 3, 1, 1, 1, 256, 2)
 FMV_TC(double2, 8, 16, 3, 2, 1, 1, 512, 1)
-template __global__ void sbgemm_tc_shared<float2>(float2*, const float2*, int, int, int, int, int, int, int);
-template __global__ void sbgemm_tc_shared<double2>(double2*, const double2*, int, int, int, int, int, int, int);
 #define FMV_ADJ_TC(TA, TX, KB, W, U, MINB)                                                                      \
     template __global__ void sbgemm_adj_tc<TA, TX, KB, W, U, MINB>(const TA*, const TX*, TA*, int, int, int, int, int, \
                                                                     int);

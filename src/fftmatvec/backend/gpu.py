@@ -168,9 +168,8 @@ def fused_in_place(M: int, S: int, threads: int, radices: list[int]) -> bool:
 
 def _allow_shared_memory(fn: Any, smem: int) -> None:
     """Let kernel ``fn`` take ``smem`` bytes of dynamic shared memory (above
-    48 KB with its static shared memory a kernel must opt in; up to
-    :attr:`GPUBackend.smem_limit`)."""
-    if smem + fn.shared_size_bytes > 48 << 10 and fn.max_dynamic_shared_size_bytes < smem:
+    48 KB a kernel must opt in; up to :attr:`GPUBackend.smem_limit`)."""
+    if smem > 48 << 10 and fn.max_dynamic_shared_size_bytes < smem:
         fn.max_dynamic_shared_size_bytes = smem
 
 
@@ -253,9 +252,6 @@ class GPUBackend(Backend):
         block (:data:`_GEMM_TILES`).
     gemm_splits : int or None
         Column splits of ``sbgemm_fwd`` and ``sbgemm_staged`` (None: chosen by size).
-    gemm_tc_blocks : int or None
-        Blocks (per chunk of right-hand sides) of ``sbgemm_tc``'s grid, which
-        share the product's chunks evenly (None: as many as are resident at once).
     gemm_staged : dict[numpy.dtype, tuple or None]
         Tile ``(TM, TN, BK, NS, MINB)`` of ``sbgemm_staged``, which takes forward
         products with 9-16 right-hand sides when set (None: ``sbgemm_fwd``).
@@ -343,7 +339,6 @@ class GPUBackend(Backend):
         self.gemm_min_k = {c64: 3, c128: 3}
         self.gemm_tiles = dict(_GEMM_TILES)
         self.gemm_splits: int | None = None
-        self.gemm_tc_blocks: int | None = None
         # sbgemm_staged (Fhat staged in shared memory too) for 9-16 right-hand sides: (TM, TN, BK, NS, MINB)
         # (benchmarks/results/h200-probe-gemmvar-stop16.jsonl: 5 rows a thread at Nd = 100; complex128
         # 2.39x at best against cuBLAS's 1.25x)
@@ -1089,12 +1084,12 @@ class GPUBackend(Backend):
         KB = min(16, _pow2_at_least(max(2, K)))
         x_pairs = K % 2 == 0 and (x_hat.dtype != ta or x_hat.data.ptr % 16 == 0)  # (a cast X is a fresh buffer)
         key = ("gemm", nf, nd, nm, K, ta, x_hat.dtype, lda, aligned, x_pairs, self.gemm_splits,
-               self.gemm_tc_blocks, self.gemm_tensor.get(ta), self.gemm_staged.get(ta), self.gemm_tiles.get((ta, KB)))
+               self.gemm_tensor.get(ta), self.gemm_staged.get(ta), self.gemm_tiles.get((ta, KB)))
         cfg = self._launch.get(key)
         if cfg is None:
             cfg = self._launch[key] = self._gemm_config(nf, nd, nm, K, KB, ta, np.dtype(x_hat.dtype), lda, aligned,
                                                         x_pairs)
-        fn, grid, block, smem, tail, S, kind, shared = cfg
+        fn, grid, block, smem, tail, S, kind = cfg
         if kind != "sbgemm_fwd" and x_hat.dtype != ta:  # sbgemm_tc and sbgemm_staged copy X as it is
             xc = self.scratch(x_hat.shape, ta, "gemm-in")
             self._ccast(x_hat, xc, 1.0)
@@ -1103,9 +1098,6 @@ class GPUBackend(Backend):
         fn(grid, block, (Fhat, x_hat, dst) + tail, shared_mem=smem)
         if S > 1:
             self._sum_splits(dst, out, S)
-        if shared is not None:  # sbgemm_tc's frequencies shared by blocks
-            sum_parts, sgrid, sblock, stail = shared
-            sum_parts(sgrid, sblock, (out,) + stail)
 
     def tensor_cores_for(self, dtype: Any) -> bool:
         """Whether ``sbgemm_tc`` and ``sbgemm_adj_tc`` can run in complex ``dtype`` here."""
@@ -1131,9 +1123,7 @@ class GPUBackend(Backend):
 
     def _gemm_config(self, nf, nd, nm, K, KB, ta, tx, lda, aligned, x_pairs):
         """Launch of ``sbgemm_tc`` (:attr:`gemm_tensor` set, tensor cores
-        present, ``nd <= 256``; 8 or 16 right-hand sides a block; a grid of
-        :attr:`gemm_tc_blocks` that share the chunks evenly, then
-        ``sbgemm_tc_shared`` for the frequencies they share), else of
+        present, ``nd <= 256``; 8 or 16 right-hand sides a block), else of
         ``sbgemm_staged`` (16 right-hand sides a block, rows that fit one
         block, :attr:`gemm_staged` set; ``aligned``, ``x_pairs``: ``Fhat`` and
         ``X`` may be copied by 16-byte pairs of complex64), else of
@@ -1150,9 +1140,9 @@ class GPUBackend(Backend):
             def phases(BK: int) -> int:  # of the k-steps: about 8 warps a block
                 return max(1, min(4, 8 // MT, BK // 8))
 
-            def smem_of(BK: int, NS: int) -> int:  # the stages, then the phases' sums
-                return (NS * (nd * (BK + 4) + BK * XS) * ta.itemsize
-                        + (phases(BK) - 1) * 32 * MT * KB * _C2R[ta].itemsize)
+            def smem_of(BK: int, NS: int) -> int:
+                return max(NS * (nd * (BK + 4) + BK * XS) * ta.itemsize,
+                           (phases(BK) - 1) * 32 * MT * KB * _C2R[ta].itemsize)
 
             # the tile, else fewer stages, else shorter chunks, as many rows need (up to 256 fit in one of them)
             BK, NS, MINB = tensor
@@ -1166,19 +1156,12 @@ class GPUBackend(Backend):
                 MAXT, MINB = (256, MINB) if 32 * MT * P <= 256 else (512, 1)
                 fn = kernels.kernel("sbgemm.cu", "sbgemm_tc", ta, KB, BK, NS, P, VA, VX, MAXT, MINB)
                 _allow_shared_memory(fn, smem)
-                threads, ny = 32 * MT * P, -(-K // KB)
-                units = nf * -(-nm // BK)  # chunks of BK columns
-                resident = self.sm_count * self._resident_blocks(fn, threads, smem)
-                G = max(1, min(units, self.gemm_tc_blocks or resident // ny))
-                part = self._cupy.empty(2 * ny * G * 16 * MT * KB, ta)  # the blocks' parts of shared frequencies
-                tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(lda), part)
-                shared = None
-                if G > 1:
-                    sum_parts = kernels.kernel("sbgemm.cu", "sbgemm_tc_shared", ta)
-                    shared = (sum_parts, (G - 1, ny), (256,), (part, np.int32(nf), np.int32(nd), np.int32(nm),
-                                                               np.int32(K), np.int32(BK), np.int32(KB),
-                                                               np.int32(16 * MT)))
-                return fn, (G, ny), (threads,), smem, tail, 1, "sbgemm_tc", shared
+                S = self._gemm_splits(fn, nf, 32 * MT * P, nm, BK, smem)
+                cw = -(-nm // S)
+                cw += cw % VA
+                tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw),
+                        np.int32(lda))
+                return fn, (nf * S, -(-K // KB)), (32 * MT * P,), smem, tail, S, "sbgemm_tc"
         staged = self.gemm_staged.get(ta)
         if KB == 16 and staged is not None:
             TM, TN, BK, NS, MINB = staged
@@ -1197,7 +1180,7 @@ class GPUBackend(Backend):
                 cw += cw % VA
                 tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw),
                         np.int32(lda))
-                return fn, (nf * S, -(-K // (4 * TN))), (256,), smem, tail, S, "sbgemm_staged", None
+                return fn, (nf * S, -(-K // (4 * TN))), (256,), smem, tail, S, "sbgemm_staged"
         KL, CL, TR, U, V, MINB = self.gemm_tiles[(ta, KB)]
         rows_per_warp = 32 // (KL * CL) * TR
         row_warps = -(-nd // rows_per_warp)
@@ -1212,7 +1195,7 @@ class GPUBackend(Backend):
         grid = (nf * nrb * S, -(-K // KB))
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(nrb), np.int32(S), np.int32(cw),
                 np.int32(lda))
-        return fn, grid, (32 * warps,), smem, tail, S, "sbgemm_fwd", None
+        return fn, grid, (32 * warps,), smem, tail, S, "sbgemm_fwd"
 
     def _sbgemm_adj_native(self, Fhat: Array, x_hat: Array, out: Array) -> bool:
         """Adjoint product with several right-hand sides through ``sbgemm_adj_tc``
