@@ -856,8 +856,8 @@ def main(argv=None) -> int:
                                  n_launches=len(ls)))
             med = {k: round(float(np.median([r[k] for r in rows])), 2) for k in rows[0]} if rows else {}
             emit(what="timeline", size=f"{nm}x{nd}x{nt}", code=code, adjoint=adjoint, calls=len(rows),
-                 kernel_names=sorted({k["name"][:60] for k in kernels}), launch_names=sorted({e["name"] for e in launches}),
-                 median_us=med)
+                 kernel_names=sorted({k["name"][:60] for k in kernels}),
+                 launch_names=sorted({e["name"] for e in launches}), median_us=med)
 
     for name, fn in (("latency", part_latency), ("small", part_small), ("mid", part_mid),
                      ("midvar", part_mid_variants), ("fft", part_fft), ("fftvar", part_fft_variants),
