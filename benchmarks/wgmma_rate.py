@@ -1,6 +1,6 @@
 """Throughput of Hopper's warpgroup MMA in TF32 (``wgmma.mma_async``
 m64nNk8, A from registers, B from shared memory), the numbers behind the
-shapes of stop 19's warpgroup product (docs/benchmarks.md, commit
+shapes of stop 19's warpgroup product (docs/gpu-kernels.md, commit
 75905d8): cycles per instruction per multiprocessor and
 multiply-adds per cycle, for N = 8 .. 64, 1 to 4 independent accumulators
 (chains) per warpgroup and 1 or 2 warpgroups per block, one block per

@@ -32,7 +32,7 @@
 // gridDim.y = ceil(K / KB), dynamic shared memory
 // 2 * CL * U * V * (XS * sizeof(TA) + SS * sizeof(real)) bytes (GemmStage).
 //
-// Measured on an H200 (docs/benchmarks.md): 1.5-2.0x the memory floor for
+// Measured on an H200 (docs/gpu-kernels.md): 1.5-2.0x the memory floor for
 // K = 3-8 in complex64; with K = 16 it is bound by L1 traffic (32-byte row
 // pieces of A per load, shared-memory reads of X), 3.7x, where sbgemm_staged
 // takes 2.05x and sbgemm_tc 1.6x.

@@ -131,7 +131,7 @@ class LocalBTT:
         if timer is _no_timer:
             y = ws.y if out is None else out
             if ws.direct is not None:  # one kernel, which needs only the arrays' addresses: no reshapes
-                if ws.replay:  # a recorded launch costs the host less than a launch (docs/benchmarks.md)
+                if ws.replay:  # a recorded launch costs the host less than a launch (docs/gpu-kernels.md)
                     be.replay(ws.slot, ws.direct, x, y)
                 else:
                     ws.direct(x, y)

@@ -277,7 +277,7 @@ class GPUBackend(Backend):
         :meth:`direct_plan` kernel) as a CUDA graph and replays it (default:
         always; eager launches measured 18-46% slower per waited-for product
         at the middle benchmark size, 1-2% at the big one, and 1.6 us more
-        host time per call at the fixture size, docs/benchmarks.md);
+        host time per call at the fixture size, docs/gpu-kernels.md);
         ``$FFTMATVEC_GRAPH_MAX_BYTES`` overrides it.
     fft_layout : dict
         How the transforms of the product run: ``"fused"`` (default,
