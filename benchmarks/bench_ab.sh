@@ -1,24 +1,38 @@
 #!/bin/bash
-# The fixture- and middle-size rows of gpu_bench_targets.sh with the Python
-# package of git revision $1 and with the working tree's, alternated
-# (rev, tree, rev, tree) on one machine: A/B of host-side changes, whose
-# effect is smaller than the spread between lent machines.  One JSON line per
-# run appended to $2, with "source" (the revision or "tree") and "command".
+# The fixture- and middle-size rows of gpu_bench_targets.sh with two versions
+# of the package, alternated (A, tree, A, tree) on one machine: A/B of changes
+# whose effect is smaller than the spread between lent machines.  A is the
+# Python package of git revision $1, or, when $1 is an environment assignment
+# (NAME=value), the working tree's run with it.  With a third argument "big"
+# the big size's one-vector rows run too.  One JSON line per run appended to
+# $2, with "source" ($1 or "tree"), "round" and "command".
 # usage: bash benchmarks/bench_ab.sh e0ec1ac benchmarks/results/h200-bench-ab.jsonl
+#        bash benchmarks/bench_ab.sh FFTMATVEC_L2_PREFETCH_BYTES=0 out.jsonl big
 set -u
 rev=$1
 out=$2
+rows=${3:-}
 base=$(mktemp -d)
-git archive "$rev" src native | tar -x -C "$base"
+case $rev in
+  *=*) ln -s "$PWD/src" "$base/src" ;;
+  *) git archive "$rev" src native | tar -x -C "$base" ;;
+esac
 MID="--Nm 1000 --Nd 50 --Nt 500 -N 50"
 SMALL="--Nm 289 --Nd 15 --Nt 10 -N 200"
+BIG="--Nm 5000 --Nd 100 --Nt 1000 -N 20"
+runs=("$SMALL --precision ddddd" "$SMALL --precision ddddd --adjoint" "$MID --precision ddddd"
+      "$MID --precision ddddd --adjoint" "$MID --precision dssdd" "$MID --precision ddssd --adjoint")
+[ "$rows" = big ] && runs+=("$BIG --precision ddddd" "$BIG --precision ddddd --adjoint" "$BIG --precision dssdd"
+                            "$BIG --precision ddssd --adjoint")
 for round in 1 2; do
   for source in "$rev" tree; do
     src=$PWD/src
+    env=()
     [ "$source" = tree ] || src=$base/src
-    for args in "$SMALL --precision ddddd" "$SMALL --precision ddddd --adjoint" "$MID --precision ddddd" \
-                "$MID --precision ddddd --adjoint" "$MID --precision dssdd" "$MID --precision ddssd --adjoint"; do
-      PYTHONPATH=$src python3 -m fftmatvec bench $args --device gpu --json 2> /tmp/bench-ab.err | tail -n 1 |
+    case $source in *=*) env=("$source") ;; esac
+    for args in "${runs[@]}"; do
+      env "${env[@]}" PYTHONPATH=$src python3 -m fftmatvec bench $args --device gpu --json 2> /tmp/bench-ab.err |
+        tail -n 1 |
         python3 -c "import json,sys; r=json.loads(sys.stdin.read()); r['source']=sys.argv[1]; r['round']=int(sys.argv[3]); r['command']=sys.argv[2]; print(json.dumps(r))" \
           "$source" "fftmatvec bench $args --device gpu --json" "$round" >> "$out" || tail -3 /tmp/bench-ab.err
     done

@@ -705,6 +705,72 @@ def main(argv=None) -> int:
                  events_us=round(timeit(fn, reps=30) * 1e6, 1),
                  **{f"{how}_us": round(_median_time(fn, 30, wait) * 1e6, 1) for how, wait in waits})
 
+    def part_l2():
+        """How much of a product's read of Fhat the L2 can serve from the previous
+        product: a kernel streams a buffer of a middle-size Fhat's bytes in tiles
+        (16-byte loads), back to back, the tiles read in the same order each call
+        or in alternating order, with streaming loads (ld.global.cs), plain ones,
+        or L2 eviction hints (evict_last on ``keep`` bytes, evict_first on the
+        rest), alone and with an 8 MB copy between calls (the transforms' share of
+        the L2 traffic).  Time per call and x the floor."""
+        src = r"""
+        extern "C" __global__ void read_tiles(const float4* p, long long n4, int tile4, int rev, int mode,
+                                              long long keep4, float* sink) {
+            const int t = rev ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+            const long long beg = (long long)t * tile4;
+            const long long end = beg + tile4 < n4 ? beg + tile4 : n4;
+            unsigned long long last, first;
+            asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(last));
+            asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(first));
+            float s = 0.f;
+            for (long long i = beg + threadIdx.x; i < end; i += blockDim.x) {
+                float4 v;
+                if (mode == 0) {
+                    v = __ldcs(p + i);
+                } else if (mode == 1) {
+                    v = p[i];
+                } else {
+                    // mode 2: the first keep4 values kept; mode 3: the values read last this call kept
+                    const bool keep = mode == 2 ? i < keep4 : (rev ? i < keep4 : i >= n4 - keep4);
+                    const unsigned long long pol = keep ? last : first;
+                    asm volatile("ld.global.L1::no_allocate.L2::cache_hint.v4.f32 {%0,%1,%2,%3}, [%4], %5;"
+                                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p + i), "l"(pol));
+                }
+                s += v.x + v.y + v.z + v.w;
+            }
+            if (s == 1.2345f) sink[blockIdx.x] = s;  // keeps the loads
+        }
+        """
+        kern = cp.RawKernel(src, "read_tiles", options=("-std=c++17",))
+        other_src = cp.empty(1 << 20, np.float64)
+        other_dst = cp.empty_like(other_src)
+        sink = cp.zeros(1 << 16, np.float32)
+        tile4, threads = 4096, 256
+        for nbytes in (200_400_000, 400_800_000):
+            buf = cp.random.standard_normal(nbytes // 8, dtype=np.float64)
+            n4 = nbytes // 16
+            blocks = (n4 + tile4 - 1) // tile4
+            for interfere in (False, True):
+                for mode, alternate, keep_mb in ((0, False, 0), (0, True, 0), (1, False, 0), (1, True, 0),
+                                                 (2, False, 16), (2, False, 24), (2, False, 32), (2, False, 40),
+                                                 (3, True, 16), (3, True, 24), (3, True, 32), (3, True, 40)):
+                    keep4 = keep_mb * 1_000_000 // 16
+                    calls = [0]
+
+                    def one():
+                        rev = calls[0] % 2 if alternate else 0
+                        calls[0] += 1
+                        kern((blocks,), (threads,), (buf, np.int64(n4), np.int32(tile4), np.int32(rev),
+                                                     np.int32(mode), np.int64(keep4), sink))
+                        if interfere:
+                            cp.copyto(other_dst, other_src)
+
+                    t = loop_time(one, n=100)
+                    emit(what="l2", nbytes=nbytes, mode=("ldcs", "ld", "fixed", "alternate")[mode],
+                         alternate=alternate, keep_mb=keep_mb, copy_8mb_between=interfere,
+                         us=round(t * 1e6, 2), floor_ratio=round(t / (nbytes / bw), 4))
+            del buf
+
     def part_host_parts():
         """Host time per call of the pieces of a fixture-size product (each
         call timed while the device is busy, so the device's own time does
@@ -866,7 +932,7 @@ def main(argv=None) -> int:
                      ("adjvar", part_adj_variants),
                      ("k16", part_k16), ("overlap", part_overlap), ("kernels", part_kernels),
                      ("kernelsk", part_kernels_nrhs), ("host", part_host), ("chunks", part_chunks),
-                     ("hostparts", part_host_parts), ("wait", part_wait),
+                     ("hostparts", part_host_parts), ("wait", part_wait), ("l2", part_l2),
                      ("timeline", part_timeline)):
         if name in parts:
             guarded(name, fn)
