@@ -562,14 +562,10 @@ template <int THREADS, int NT> constexpr int blocks_of() { return THREADS / NT >
 // multiprocessor (two by registers at 48): the big size's forward transform from float64 took 38.8 against
 // 43.4 us, 540 against 660 us with K = 16 (benchmarks/results/h200-fft-ab-c64regs-stop21.jsonl; the inverse
 // gained nothing that way, h200-fft-ab-regs-stop21.jsonl, and keeps 1024).
-// pf_count > 0: the blocks first ask the L2 for the bytes of Fhat that the product after this transform reads
-// first (prefetch_l2; the transform alone leaves most of the memory bandwidth idle).
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int M, int... Rs>
 __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 1024, NT>()) rfft_pad(const TI* __restrict__ x, TO* __restrict__ X, const TC* __restrict__ twp,
-                         const TC* __restrict__ twl, int B, int K, const char* pf, long long pf_span,
-                         long long pf_stride, int pf_count) {
+                         const TC* __restrict__ twl, int B, int K) {
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
-    if (pf_count > 0) fmv::prefetch_l2(pf, pf_span, pf_stride, pf_count);
     typedef fmv::Split<Rs...> Radices;
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     static_assert(!IP || fmv::InPlace<M, S, NT, Rs...>::value, "in place needs one butterfly per thread and pass");
@@ -607,8 +603,7 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 10
 // A few of the instantiations the Python side asks NVRTC for (by name
 // expression), for a standalone `nvcc -c` check: Nt = 1000, 500, 10, 1, 21.
 #define FMV_RFFT(TI, TC, TO, ...) \
-    template __global__ void rfft_pad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, \
-                                                               const char*, long long, long long, int);
+    template __global__ void rfft_pad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int);
 #define FMV_IRFFT(TI, TC, TO, ...)                                                                                \
     template __global__ void irfft_unpad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, \
                                                                    typename fmv::real_of<TC>::type);

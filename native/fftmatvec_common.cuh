@@ -147,22 +147,4 @@ template <int N> FMV_DEV void cp_async_wait() {
 #endif
 }
 
-// Ask the L2 to fetch `count` spans of `span` bytes, `stride` bytes apart
-// from `base` (16-byte aligned, span and stride multiples of 16), in pieces of
-// 16 KB shared among all threads of the grid.  A hint: Hopper's bulk prefetch
-// (no register holds the data, the thread does not wait); nothing elsewhere.
-FMV_DEV void prefetch_l2(const char* base, long long span, long long stride, int count) {
-#if !defined(FMV_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr long long piece = 16384;
-    const long long per = (span + piece - 1) / piece;
-    const long long total = per * count;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < total;
-         q += (long long)gridDim.x * blockDim.x) {
-        const long long c = q / per, o = (q - c * per) * piece;
-        const unsigned n = (unsigned)(span - o < piece ? span - o : piece);
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(base + c * stride + o), "r"(n) : "memory");
-    }
-#endif
-}
-
 }  // namespace fmv

@@ -238,6 +238,6 @@ class LocalBTT:
     def _run(self, x: Array, ws: _Workspace, Fhat: Array, prec: Precision, adjoint: bool, y: Array) -> None:
         """The untimed stages, through the backend's fused calls, into ``y``."""
         be = self.backend
-        be.pad_rfft(x, ws.x_hat, ahead=(Fhat, adjoint))
+        be.pad_rfft(x, ws.x_hat)
         be.sbgemv(Fhat, ws.x_hat, out=ws.y_hat, adjoint=adjoint)
         be.irfft_unpad(ws.y_hat, y, prec.ifft)

@@ -634,39 +634,6 @@ def test_pad_rfft_fused(layout_gpu, rng, K, tin, tout):
         assert rel_err(y.get(), x) < (1e-5 if np.float32 in (tin, tout) else 1e-13)
 
 
-@pytest.mark.parametrize("adjoint", [False, True])
-@pytest.mark.parametrize("ta", [np.complex64, np.complex128])
-def test_l2_prefetch_ahead(rng, ta, adjoint):
-    """The forward transform's L2 prefetch of the product's first bytes of
-    Fhat: its spans lie inside Fhat, are 16-byte multiples and within the
-    budget, and the product is bitwise the same with any budget (a prefetch
-    is a hint; a bad address would fault)."""
-    be = GPUBackend()
-    if not be.l2_prefetch_bytes:
-        pytest.skip("no bulk L2 prefetch before compute capability 9.0")
-    for nf, nd, nm in ((11, 3, 40), (21, 7, 22), (6, 5, 33)):
-        Fhat = cupy.asarray((rng.standard_normal((nf, nd, nm)) + 1j * rng.standard_normal((nf, nd, nm))).astype(ta))
-        x = rng.standard_normal((nd if adjoint else nm, nf - 1, 1))
-        results = []
-        for budget in (0, 4096, 1 << 30):
-            be.l2_prefetch_bytes = budget
-            plan = be._first_read(Fhat, adjoint)
-            if plan is not None:
-                _, span, stride, count = plan
-                assert span % 16 == 0 and stride % 16 == 0 and 0 < span * count <= min(budget, Fhat.nbytes)
-                assert (count - 1) * stride + span <= Fhat.nbytes
-            for flat in (True, False):
-                be.adj_flat = flat
-                be._launch.clear()
-                x_hat = cupy.empty((nf, x.shape[0], 1), ta)
-                y_hat = cupy.empty((nf, nm if adjoint else nd, 1), ta)
-                be.pad_rfft(cupy.asarray(x.astype(np.float64 if ta == np.complex128 else np.float32)), x_hat,
-                            ahead=(Fhat, adjoint))
-                be.sbgemv(Fhat, x_hat, y_hat, adjoint=adjoint)
-                results.append(y_hat.get())
-        assert all(np.array_equal(r, results[i % 2]) for i, r in enumerate(results))
-
-
 # Nt for the fused transforms: every radix (2, 3, 4, 5, 7, 8, 10), Nt = 1, the big and mid target sizes;
 # 11 and 13 have no fused plan and take cuFFT
 FUSED_NT = [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 21, 30, 49, 60, 64, 100, 105, 128, 210, 250, 400, 500, 1000,

@@ -137,14 +137,12 @@ class Backend(abc.ABC):
         precision of ``out`` first.  out : (L, n, K) real.
         """
 
-    def pad_rfft(self, x: Array, out: Array, ahead: tuple[Array, bool] | None = None) -> None:
+    def pad_rfft(self, x: Array, out: Array) -> None:
         """Stages 1 and 2: ``x`` (n, Nt, K) real, zero-padded to ``L = 2 Nt``
         and transformed into ``out`` (Nt + 1, n, K) complex, whose precision
         is the transform's.  Here :meth:`pad` into a time-major scratch array
         (rows ``Nt:`` zero from when it is made, never written) and
         :meth:`rfft`; backends may fuse the two (the GPU one does).
-        ``ahead``: ``(Fhat, adjoint)`` of the :meth:`sbgemv` that follows, a
-        hint a backend may use to start reading ``Fhat`` (here ignored).
         """
         n, nt, K = x.shape
         x_pad = self.scratch((2 * nt, n, K), np.finfo(out.dtype).dtype, "pad", zero=True)

@@ -290,10 +290,6 @@ class GPUBackend(Backend):
         ``benchmarks/results/h200-probe-fused-fft.jsonl``.
     smem_limit : int
         Dynamic shared memory (bytes) one block may opt in to on this device.
-    l2_prefetch_bytes : int
-        Bytes of ``Fhat`` that the forward transform asks the L2 to fetch for
-        the one-vector product after it (:meth:`pad_rfft`'s ``ahead``; Hopper
-        and later, 0 turns it off; ``$FFTMATVEC_L2_PREFETCH_BYTES``).
     direct_max_nt, direct_max_work, direct_max_smem : int
         When :meth:`direct_plan` takes a product (one kernel instead of
         three): ``Nt`` up to ``direct_max_nt`` (``$FFTMATVEC_DIRECT_MAX_NT``,
@@ -362,7 +358,6 @@ class GPUBackend(Backend):
         self.real_gemm = {np.dtype(np.complex64): False, np.dtype(np.complex128): False}
         self.fwd_splits: int | None = None  # column splits of the forward kernel (None: automatic)
         self.adj_flat = True  # balanced adjoint kernel for one right-hand side
-        self.l2_prefetch_bytes = int(os.environ.get("FFTMATVEC_L2_PREFETCH_BYTES", 24 << 20)) if cc >= 90 else 0
         self.graph_max_bytes = int(os.environ.get("FFTMATVEC_GRAPH_MAX_BYTES", 1 << 62))
         self.max_graphs = 4
         # "fused": native/fft.cu where the length allows it, else cuFFT in the "auto"/"sc" layouts;
@@ -726,12 +721,10 @@ class GPUBackend(Backend):
         self._c2r_series(x_hat, S)
         self._btranspose(S, out.reshape(L, B), B, L, L, B, scale=1.0 / L)
 
-    def pad_rfft(self, x: Array, out: Array, ahead: tuple[Array, bool] | None = None) -> None:
+    def pad_rfft(self, x: Array, out: Array) -> None:
         """Stages 1-2 fused: one native kernel (``native/fft.cu``) where ``Nt``
         allows it; else ``x`` (n, Nt, K) padded into a series-major scratch
-        (zero tails made once), one contiguous cuFFT, frequency-major ``out``.
-        The native kernel first asks the L2 for the bytes of ``ahead``'s
-        ``Fhat`` that its one-vector product reads first (:meth:`_first_read`)."""
+        (zero tails made once), one contiguous cuFFT, frequency-major ``out``."""
         n, nt, K = x.shape
         L = 2 * nt
         if out.shape != (nt + 1, n, K) or out.dtype not in _C2R:
@@ -745,9 +738,8 @@ class GPUBackend(Backend):
         if not x.flags.c_contiguous:
             x = self._cupy.ascontiguousarray(x)
         self._contiguous(out, "pad_rfft output")
-        if self.fft_layout["r2c"] == "fused" and self._fused_transform(
-                "rfft_pad", x, out, out.dtype, n * K, K, nt, None,
-                self._first_read(*ahead) if ahead is not None and K == 1 else None):
+        if self.fft_layout["r2c"] == "fused" and self._fused_transform("rfft_pad", x, out, out.dtype, n * K, K, nt,
+                                                                       None):
             return
         P = self.scratch((n * K, L), real, "series-pad", zero=True)
         self._series_pad(x, P)
@@ -885,37 +877,10 @@ class GPUBackend(Backend):
         self._fused[key] = cfg
         return cfg
 
-    def _first_read(self, Fhat: Array, adjoint: bool) -> tuple | None:
-        """What the one-vector product of ``Fhat`` (C-contiguous, frequency
-        major) reads first, up to :attr:`l2_prefetch_bytes`, as ``(Fhat, span,
-        stride, count)`` byte spans, or None (nothing to prefetch).  The
-        forward kernel and the blocked adjoint walk the frequencies in order,
-        so they read ``Fhat`` from its start; the balanced adjoint
-        (``sbgemv_adj_flat``) reads all frequencies at once, each from row 0
-        on, so it reads the first rows of every frequency first."""
-        nf, nd, nm = Fhat.shape
-        budget = min(self.l2_prefetch_bytes, Fhat.nbytes)
-        row = nm * Fhat.itemsize
-        if budget < 16 or Fhat.data.ptr % 16 or not Fhat.flags.c_contiguous:
-            return None
-        if adjoint and self._adj_is_flat(nf, nd, nm, 1, Fhat.dtype):
-            rows = min(nd, budget // (nf * row))
-            if rows == 0 or (nd * row) % 16:
-                return None
-            return (Fhat, rows * row // 16 * 16, nd * row, nf)
-        return (Fhat, budget // 16 * 16, 0, 1)
-
-    def _adj_is_flat(self, nf: int, nd: int, ncol: int, K: int, ta: np.dtype) -> bool:
-        """Whether an adjoint product over ``ncol`` columns takes the balanced
-        kernel (``sbgemv_adj_flat``): one right-hand side and under 512 MB of
-        ``Fhat`` (the blocked kernel was measured faster at 1-8 GB)."""
-        return K == 1 and self.adj_flat and nf * nd * ncol * np.dtype(ta).itemsize < (512 << 20)
-
     def _fused_transform(self, which: str, src: Array, dst: Array, ctype: np.dtype, B: int, K: int, M: int,
-                         scale: float | None, prefetch: tuple | None = None) -> bool:
+                         scale: float | None) -> bool:
         """Run ``which`` ("rfft_pad" or "irfft_unpad", native/fft.cu) from ``src``
-        to ``dst``; False (nothing done) when the length is not supported.
-        ``prefetch`` (rfft_pad): ``(array, span, stride, count)`` for its L2 prefetch."""
+        to ``dst``; False (nothing done) when the length is not supported."""
         cfg = self._fused_config(M, np.dtype(ctype), B, K)
         if cfg is None or B == 0:
             return cfg is not None
@@ -927,9 +892,6 @@ class GPUBackend(Backend):
         args = [src, dst, twp, twl, np.int32(B), np.int32(K)]
         if scale is not None:
             args.append(_C2R[np.dtype(ctype)].type(scale))
-        else:
-            base, span, stride, count = prefetch if prefetch is not None else (np.uint64(0), 0, 0, 0)
-            args += [base, np.int64(span), np.int64(stride), np.int32(count)]
         fn((-(-B // S),), (threads,), tuple(args), shared_mem=smem)
         return True
 
@@ -1077,8 +1039,10 @@ class GPUBackend(Backend):
             KB = 8
         if VEC is None:
             VEC = 2 if (not c128 and nm % 2 == 0 and col0 % 2 == 0 and ncol % 2 == 0 and KB <= 2) else 1
-        if flat is None:  # the balanced kernel: no idle last wave when there are few blocks per multiprocessor
-            flat = self._adj_is_flat(nf, nd, ncol, K, ta)
+        if flat is None:
+            # the blocked kernel for large launches (measured faster at 1-8 GB of Fhat), else the
+            # balanced one (no idle last wave when there are few blocks per multiprocessor)
+            flat = K == 1 and self.adj_flat and nf * nd * ncol * ta.itemsize < (512 << 20)
         if flat:  # one right-hand side: balanced column ranges, one block per resident slot
             # eight rows in flight when the vector is wider than Fhat (complex128 into a complex64 product:
             # 52.3 us against 56.0 us with four at the middle size, benchmarks/results/h200-probe-fused-io.jsonl)
