@@ -2,8 +2,10 @@
 # The fixture- and middle-size rows of gpu_bench_targets.sh with two versions
 # of the package, alternated (A, tree, A, tree) on one machine: A/B of changes
 # whose effect is smaller than the spread between lent machines.  A is the
-# Python package of git revision $1, or, when $1 is an environment assignment
-# (NAME=value), the working tree's run with it.  With a third argument "big"
+# Python package of git revision $1, or of the folder $1 (holding src/ and
+# native/, e.g. a `git archive` where the machine's clone lacks the revision),
+# or, when $1 is an environment assignment (NAME=value), the working tree's
+# run with it.  With a third argument "big"
 # the big size's one-vector rows run too.  One JSON line per run appended to
 # $2, with "source" ($1 or "tree"), "round" and "command".
 # usage: bash benchmarks/bench_ab.sh e0ec1ac benchmarks/results/h200-bench-ab.jsonl
@@ -13,10 +15,14 @@ rev=$1
 out=$2
 rows=${3:-}
 base=$(mktemp -d)
-case $rev in
-  *=*) ln -s "$PWD/src" "$base/src" ;;
-  *) git archive "$rev" src native | tar -x -C "$base" ;;
-esac
+if [ -d "$rev/src" ]; then
+  ln -s "$(cd "$rev" && pwd)/src" "$base/src"
+else
+  case $rev in
+    *=*) ln -s "$PWD/src" "$base/src" ;;
+    *) git archive "$rev" src native | tar -x -C "$base" ;;
+  esac
+fi
 MID="--Nm 1000 --Nd 50 --Nt 500 -N 50"
 SMALL="--Nm 289 --Nd 15 --Nt 10 -N 200"
 BIG="--Nm 5000 --Nd 100 --Nt 1000 -N 20"

@@ -35,7 +35,7 @@ class _Workspace:
     (The padded time series are the backend's scratch: see
     :meth:`~fftmatvec.backend.base.Backend.pad_rfft`.)"""
 
-    x_hat: Array  # (Nf, n_in, K) complex, FFT precision
+    x_hat: Array  # (Nf, n_in, K) complex, Precision.sbgemv_in
     y_hat: Array  # (Nf, n_out, K) complex, SBGEMV precision
     y: Array  # (n_out, Nt, K) real, reduce precision
     replay: bool = False  # run through the backend's replay (recordings of the launches)
@@ -86,7 +86,7 @@ class LocalBTT:
             direct = be.direct_plan(Fhat, K, prec, adjoint)
             replay = be.use_replay(Fhat.nbytes)
             self._workspaces[key] = _Workspace(
-                x_hat=be.empty((self.Nf, n_in, K), prec.fft_hat),
+                x_hat=be.empty((self.Nf, n_in, K), prec.sbgemv_in),
                 y_hat=be.empty((self.Nf, n_out, K), prec.sbgemv),
                 y=be.empty((n_out, self.Nt, K), prec.reduce),
                 replay=replay,
@@ -222,7 +222,7 @@ class LocalBTT:
                 for (_, _, y), yp in zip(parts, y_pads):
                     be.unpad(yp, out=y)
             return ws.y
-        be.pad_rfft(x, ws.x_hat)
+        be.pad_rfft(x, ws.x_hat, prec.fft)
         pending = None
         for F_rows, yh, y in parts:
             be.sbgemv(F_rows, ws.x_hat, out=yh, adjoint=False)
@@ -238,6 +238,6 @@ class LocalBTT:
     def _run(self, x: Array, ws: _Workspace, Fhat: Array, prec: Precision, adjoint: bool, y: Array) -> None:
         """The untimed stages, through the backend's fused calls, into ``y``."""
         be = self.backend
-        be.pad_rfft(x, ws.x_hat)
+        be.pad_rfft(x, ws.x_hat, prec.fft)
         be.sbgemv(Fhat, ws.x_hat, out=ws.y_hat, adjoint=adjoint)
         be.irfft_unpad(ws.y_hat, y, prec.ifft)

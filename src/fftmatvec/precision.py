@@ -45,6 +45,11 @@ class Precision:
     fft_hat, sbgemv, ifft_hat : numpy.dtype
         Complex dtypes: the FFT output, ``Fhat`` and the product, the inverse
         FFT input.
+    sbgemv_in : numpy.dtype
+        Complex dtype in which the FFT output is kept for the product: the
+        product's where that is lower than the FFT's (the transform rounds
+        as it stores, which is the rounding the product would do on its
+        loads), else the FFT's.
     """
 
     code: str
@@ -67,6 +72,10 @@ class Precision:
     @functools.cached_property
     def sbgemv(self) -> np.dtype:
         return _COMPLEX[self._letter("sbgemv")]
+
+    @functools.cached_property
+    def sbgemv_in(self) -> np.dtype:
+        return self.sbgemv if self.sbgemv.itemsize < self.fft_hat.itemsize else self.fft_hat
 
     @functools.cached_property
     def ifft_hat(self) -> np.dtype:

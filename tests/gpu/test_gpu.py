@@ -617,6 +617,38 @@ def test_ffts_match_numpy(layout_gpu, rng, real, K):
         assert rel_err(u.get(), ref[: L // 2].transpose(1, 0, 2)) < 10 * tol
 
 
+@pytest.mark.parametrize("K", [1, 3])
+def test_transform_rounded_into_product_precision(layout_gpu, rng, K):
+    """A float64 transform stored in complex64 (pad_rfft's dtype, rfft into a
+    lower precision) is the complex128 transform rounded, bit for bit; and a
+    complex64 product of it equals the product that casts a complex128 input
+    as it loads it (the engine's ddssd and ddsdd)."""
+    gpu = layout_gpu
+    for n, nt in ((7, 13), (40, 5), (3, 500)):
+        x = cupy.asarray(rng.standard_normal((n, nt, K)))
+        full = cupy.empty((nt + 1, n, K), np.complex128)
+        gpu.pad_rfft(x, full)
+        low = cupy.full((nt + 1, n, K), np.nan, np.complex64)
+        gpu.pad_rfft(x, low, np.float64)
+        assert np.array_equal(low.get(), full.get().astype(np.complex64))
+        x_pad = cupy.zeros((2 * nt, n, K))
+        x_pad[:nt] = x.transpose(1, 0, 2)
+        gpu.rfft(x_pad, low)
+        ref = cupy.empty_like(full)
+        gpu.rfft(x_pad, ref)
+        assert np.array_equal(low.get(), ref.get().astype(np.complex64))
+        Fhat = cupy.asarray((rng.standard_normal((nt + 1, 4, n)) + 1j * rng.standard_normal((nt + 1, 4, n)))
+                            .astype(np.complex64))
+        gpu.pad_rfft(x, low, np.float64)
+        for A, adjoint in ((Fhat, False), (Fhat.transpose(0, 2, 1).copy(), True)):
+            y_low, y_full = (cupy.empty((nt + 1, 4, K), np.complex64) for _ in range(2))
+            gpu.sbgemv(A, low, y_low, adjoint=adjoint)
+            gpu.sbgemv(A, full, y_full, adjoint=adjoint)
+            assert np.array_equal(y_low.get(), y_full.get()), adjoint
+    with pytest.raises(ValueError, match="does not fit"):
+        gpu.pad_rfft(cupy.zeros((2, 3, 1)), cupy.empty((4, 2, 1), np.complex128), np.float32)
+
+
 @pytest.mark.parametrize("K", [1, 2, 5])
 @pytest.mark.parametrize("tin,tout", [(np.float64, np.float64), (np.float64, np.float32), (np.float32, np.float64)])
 def test_pad_rfft_fused(layout_gpu, rng, K, tin, tout):
@@ -796,6 +828,29 @@ def test_fft_matrix_chunks_and_memory_check(gpu, rng):
     huge = np.broadcast_to(np.zeros(1), (100_000, 100_000, 1000))  # 16 PB of Fhat
     with pytest.raises(FftmatvecError, match="needs .* bytes"):
         gpu.fft_matrix(huge, np.complex128)
+
+
+def test_shared_memory_opt_in_counts_static(gpu):
+    """A kernel with 40 KB of static shared memory launched with 16 KB of
+    dynamic shared memory needs the opt-in although 16 KB is under 48 KB."""
+    from fftmatvec.backend.gpu import _allow_shared_memory
+
+    src = r"""
+    extern "C" __global__ void fill(float* out) {
+        __shared__ float fixed[10240];
+        extern __shared__ float dyn[];
+        fixed[threadIdx.x] = threadIdx.x;
+        dyn[threadIdx.x] = 1.0f;
+        __syncthreads();
+        out[threadIdx.x] = fixed[threadIdx.x] + dyn[threadIdx.x];
+    }
+    """
+    fn = cupy.RawKernel(src, "fill")
+    assert fn.shared_size_bytes == 40960
+    out = cupy.zeros(32, np.float32)
+    _allow_shared_memory(fn, 16384)
+    fn((1,), (32,), (out,), shared_mem=16384)
+    assert np.array_equal(out.get(), np.arange(32) + 1.0)
 
 
 def test_measurement_helpers(gpu):

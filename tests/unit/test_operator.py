@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 import scipy.sparse.linalg as spla
@@ -10,6 +12,7 @@ from conftest import direct_btt, direct_btt_adjoint, rel_err
 from fftmatvec import ALL_CODES, BTTOperator, ConfigError, FftmatvecError
 from fftmatvec.bench import dense_matrix
 from fftmatvec.io import read_vector
+from fftmatvec.precision import parse
 
 SHAPES = [  # (Nd, Nm, Nt): odd, prime, degenerate, tall and wide
     (5, 7, 6),
@@ -101,6 +104,24 @@ def test_stage_dtypes_really_used(rng):
     scratch = {(key[0], key[2]): key[1] for key in op.backend._scratch}  # (shape, tag) -> dtype
     assert scratch[((8, 3, 1), "pad")] == np.float32 and scratch[((8, 2, 1), "unpad")] == np.float64
     assert list(op.engine.Fhat) == [np.dtype(np.complex64)]
+
+
+def test_fft_output_kept_in_product_precision(rng):
+    """Where the product runs in a lower precision than the FFT (ddssd), the
+    transform is computed in float64 and its output kept in complex64 for the
+    product: what the product's input cast would give, so the result equals
+    the stages run one by one with the cast in the product."""
+    f = rng.standard_normal((3, 4, 5))
+    d = rng.standard_normal((3, 5))
+    op = BTTOperator(f, adjoint_precision="ddssd")
+    got = op.rmatvec(d)
+    ws = op.engine.workspace(True, op.adjoint_precision, 1)
+    assert ws.x_hat.dtype == np.complex64
+    assert op.backend._scratch[((10, 3, 1), np.dtype(np.float64), "pad")] is not None  # the transform in float64
+    staged = op.rmatvec(d, timer=lambda stage: contextlib.nullcontext())
+    assert np.array_equal(got, staged)
+    assert [parse(c).sbgemv_in for c in ("ddssd", "dssdd", "dsddd", "ddddd")] == [
+        np.dtype(np.complex64), np.dtype(np.complex64), np.dtype(np.complex64), np.dtype(np.complex128)]
 
 
 def test_separate_adjoint_precision(rng):

@@ -113,8 +113,9 @@ class Backend(abc.ABC):
     def rfft(self, x_pad: Array, out: Array) -> None:
         """Stage 2: real FFT along axis 0.
 
-        x_pad : (L, n, K) real.  out : (L//2 + 1, n, K) complex of the same
-        precision.
+        x_pad : (L, n, K) real, whose precision the transform runs in.
+        out : (L//2 + 1, n, K) complex of the same precision or a lower one
+        (rounded as it is stored).
         """
 
     @abc.abstractmethod
@@ -137,15 +138,16 @@ class Backend(abc.ABC):
         precision of ``out`` first.  out : (L, n, K) real.
         """
 
-    def pad_rfft(self, x: Array, out: Array) -> None:
+    def pad_rfft(self, x: Array, out: Array, dtype: Any = None) -> None:
         """Stages 1 and 2: ``x`` (n, Nt, K) real, zero-padded to ``L = 2 Nt``
-        and transformed into ``out`` (Nt + 1, n, K) complex, whose precision
-        is the transform's.  Here :meth:`pad` into a time-major scratch array
-        (rows ``Nt:`` zero from when it is made, never written) and
-        :meth:`rfft`; backends may fuse the two (the GPU one does).
+        and transformed in the real precision ``dtype`` (default: ``out``'s)
+        into ``out`` (Nt + 1, n, K) complex, of that precision or a lower one
+        (rounded as it is stored).  Here :meth:`pad` into a time-major
+        scratch array (rows ``Nt:`` zero from when it is made, never written)
+        and :meth:`rfft`; backends may fuse the two (the GPU one does).
         """
         n, nt, K = x.shape
-        x_pad = self.scratch((2 * nt, n, K), np.finfo(out.dtype).dtype, "pad", zero=True)
+        x_pad = self.scratch((2 * nt, n, K), dtype or np.finfo(out.dtype).dtype, "pad", zero=True)
         self.pad(x, out=x_pad)
         self.rfft(x_pad, out=out)
 

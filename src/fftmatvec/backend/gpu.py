@@ -167,9 +167,11 @@ def fused_in_place(M: int, S: int, threads: int, radices: list[int]) -> bool:
 
 
 def _allow_shared_memory(fn: Any, smem: int) -> None:
-    """Let kernel ``fn`` take ``smem`` bytes of dynamic shared memory (above
-    48 KB a kernel must opt in; up to :attr:`GPUBackend.smem_limit`)."""
-    if smem > 48 << 10 and fn.max_dynamic_shared_size_bytes < smem:
+    """Let kernel ``fn`` take ``smem`` bytes of dynamic shared memory.  A
+    kernel must opt in where its static and dynamic shared memory together
+    exceed 48 KB (up to :attr:`GPUBackend.smem_limit`); the attribute it
+    starts with is what its static shared memory leaves of the 48 KB."""
+    if smem and fn.max_dynamic_shared_size_bytes < smem:
         fn.max_dynamic_shared_size_bytes = smem
 
 
@@ -684,10 +686,16 @@ class GPUBackend(Backend):
     def rfft(self, x_pad: Array, out: Array) -> None:
         L = x_pad.shape[0]
         B = int(np.prod(x_pad.shape[1:]))
-        if out.shape != (L // 2 + 1,) + x_pad.shape[1:] or out.dtype != _R2C[np.dtype(x_pad.dtype)]:
+        want = _R2C[np.dtype(x_pad.dtype)]
+        if out.shape != (L // 2 + 1,) + x_pad.shape[1:] or out.dtype.itemsize > want.itemsize:
             raise ValueError(f"rfft: out {out.shape} {out.dtype} does not fit x_pad {x_pad.shape} {x_pad.dtype}")
         self._contiguous(x_pad, "rfft input")
         self._contiguous(out, "rfft output")
+        if out.dtype != want:  # transformed in x_pad's precision, rounded into out
+            full = self.scratch(out.shape, want, "rfft-out")
+            self.rfft(x_pad, full)
+            self._ccast(full, out, 1.0)
+            return
         if self.fft_layout["r2c"] == "ss":
             self._exec(self._plan("r2c", "ss", L, B, np.dtype(x_pad.dtype)), x_pad, out, "r2c")
             return
@@ -721,15 +729,17 @@ class GPUBackend(Backend):
         self._c2r_series(x_hat, S)
         self._btranspose(S, out.reshape(L, B), B, L, L, B, scale=1.0 / L)
 
-    def pad_rfft(self, x: Array, out: Array) -> None:
+    def pad_rfft(self, x: Array, out: Array, dtype: Any = None) -> None:
         """Stages 1-2 fused: one native kernel (``native/fft.cu``) where ``Nt``
-        allows it; else ``x`` (n, Nt, K) padded into a series-major scratch
+        allows it, computing in ``dtype`` and rounding into ``out`` as it
+        stores; else ``x`` (n, Nt, K) padded into a series-major scratch
         (zero tails made once), one contiguous cuFFT, frequency-major ``out``."""
         n, nt, K = x.shape
         L = 2 * nt
-        if out.shape != (nt + 1, n, K) or out.dtype not in _C2R:
-            raise ValueError(f"pad_rfft: x {x.shape} does not fit out {out.shape} {out.dtype}")
-        real = _C2R[np.dtype(out.dtype)]
+        real = np.dtype(dtype) if dtype is not None else _C2R.get(np.dtype(out.dtype))
+        if out.shape != (nt + 1, n, K) or real not in _R2C or out.dtype.itemsize > _R2C[real].itemsize:
+            raise ValueError(f"pad_rfft: x {x.shape} does not fit out {out.shape} {out.dtype} "
+                             f"(transform in {real})")
         if self.fft_layout["r2c"] == "ss":
             x_pad = self.scratch((L, n, K), real, "pad", zero=True)
             self.pad(x, x_pad)
@@ -738,12 +748,15 @@ class GPUBackend(Backend):
         if not x.flags.c_contiguous:
             x = self._cupy.ascontiguousarray(x)
         self._contiguous(out, "pad_rfft output")
-        if self.fft_layout["r2c"] == "fused" and self._fused_transform("rfft_pad", x, out, out.dtype, n * K, K, nt,
+        if self.fft_layout["r2c"] == "fused" and self._fused_transform("rfft_pad", x, out, _R2C[real], n * K, K, nt,
                                                                        None):
             return
         P = self.scratch((n * K, L), real, "series-pad", zero=True)
         self._series_pad(x, P)
-        self._r2c_series(P, out.reshape(nt + 1, n * K))
+        full = out if out.dtype == _R2C[real] else self.scratch(out.shape, _R2C[real], "rfft-out")
+        self._r2c_series(P, full.reshape(nt + 1, n * K))
+        if full is not out:
+            self._ccast(full, out, 1.0)
 
     def irfft_unpad(self, x_hat: Array, out: Array, dtype: Any) -> None:
         """Stages 4-5 fused: one native kernel (``native/fft.cu``) where ``Nt``
