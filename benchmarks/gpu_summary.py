@@ -127,7 +127,8 @@ def markdown(path):
             continue
         err = f"{r['rel_error']:.1e}" if "rel_error" in r else "-"
         print(f"| {r['Nm']} x {r['Nd']} x {r['Nt']} | {r['nrhs']} | `{r['precision']}` | "
-              f"{'`F^T d`' if r['adjoint'] else '`F m`'} | {r['time_s'] * 1e6:.1f} | {fmt_us(r.get('into_out_s')).strip()} | "
+              f"{'`F^T d`' if r['adjoint'] else '`F m`'} | {r['time_s'] * 1e6:.1f} | "
+              f"{fmt_us(r.get('into_out_s')).strip()} | "
               f"{r['back_to_back_s'] * 1e6:.1f} | "
               f"{r['time_per_vector_s'] * 1e6:.1f} | {r['floor_ratio']:.3f} | {r['naive_time_s'] * 1e6:.1f} | "
               f"{r['speedup_vs_naive']:.2f}x | {err} |")

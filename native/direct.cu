@@ -71,7 +71,8 @@ __global__ void __launch_bounds__(NTH) btt_direct(const TP* __restrict__ x, TO* 
         const int p = threadIdx.x;  // pair (f, ol) = (p / no, p % no)
         const TS* col = A + (index_t)(p / no) * nd * nm + o0 + p % no;
 #pragma unroll
-        for (int q = 0; q < PRE; ++q) pre[q] = (p < NF * no && q < nd) ? FMV_LDG(col + (index_t)q * nm) : fmv::czero<TS>();
+        for (int q = 0; q < PRE; ++q)
+            pre[q] = (p < NF * no && q < nd) ? FMV_LDG(col + (index_t)q * nm) : fmv::czero<TS>();
     }
     for (int k = threadIdx.x; k < L; k += NTH) {
         wf[k] = FMV_LDG(twf + k);

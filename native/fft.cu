@@ -124,7 +124,9 @@ template <int DIR> struct Dft<8, DIR> {
 template <int R> struct Roots;
 template <> struct Roots<3> {
     static FMV_DEV double c(int m) { return m == 0 ? 1.0 : -0.5; }
-    static FMV_DEV double s(int m) { return m == 0 ? 0.0 : (m == 1 ? 0.86602540378443864676 : -0.86602540378443864676); }
+    static FMV_DEV double s(int m) {
+        return m == 0 ? 0.0 : (m == 1 ? 0.86602540378443864676 : -0.86602540378443864676);
+    }
 };
 template <> struct Roots<5> {
     static FMV_DEV double c(int m) {
@@ -563,8 +565,9 @@ template <int THREADS, int NT> constexpr int blocks_of() { return THREADS / NT >
 // 43.4 us, 540 against 660 us with K = 16 (benchmarks/results/h200-fft-ab-c64regs-stop21.jsonl; the inverse
 // gained nothing that way, h200-fft-ab-regs-stop21.jsonl, and keeps 1024).
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int M, int... Rs>
-__global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 1024, NT>()) rfft_pad(const TI* __restrict__ x, TO* __restrict__ X, const TC* __restrict__ twp,
-                         const TC* __restrict__ twl, int B, int K) {
+__global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 1024, NT>())
+    rfft_pad(const TI* __restrict__ x, TO* __restrict__ X, const TC* __restrict__ twp, const TC* __restrict__ twl,
+             int B, int K) {
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
     typedef fmv::Split<Rs...> Radices;
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
@@ -584,8 +587,9 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 10
 // the big size (two rows of 1008 values for each of two series), and the first pass's butterfly of radix 10
 // with its partner's values needs more than the 64 registers of 1024.
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int M, int... Rs>
-__global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 1024, NT>()) irfft_unpad(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp,
-                            const TC* __restrict__ twl, int B, int K, typename fmv::real_of<TC>::type scale) {
+__global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 1024, NT>())
+    irfft_unpad(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp, const TC* __restrict__ twl,
+                int B, int K, typename fmv::real_of<TC>::type scale) {
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
     typedef fmv::Split<Rs...> Radices;
     extern __shared__ double2 fmv_smem[];

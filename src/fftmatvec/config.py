@@ -74,7 +74,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
     },
     "grid": {
         "shape": Key((str,), "auto", doc="'auto' or 'PRxPC'"),
-        "device": Key((str,), "cpu", choices=("cpu", "gpu", "auto"), doc="backend: NumPy/SciPy, CuPy, or the GPU when there is one"),
+        "device": Key((str,), "cpu", choices=("cpu", "gpu", "auto"),
+                      doc="backend: NumPy/SciPy, CuPy, or the GPU when there is one"),
     },
     "generate": {
         "dir": Key((str,), "model", path=True, doc="folder fftmatvec generate writes the model into"),
@@ -104,7 +105,8 @@ INVERT = ("operator", "data", "noise")
 GENERATE = ("model",)
 
 
-def validate(raw: dict[str, Any], base: Path = Path("."), require: tuple[str, ...] = INVERT) -> dict[str, dict[str, Any]]:
+def validate(raw: dict[str, Any], base: Path = Path("."),
+             require: tuple[str, ...] = INVERT) -> dict[str, dict[str, Any]]:
     """Check a parsed config and fill in defaults.
 
     Every section present is checked; the sections in ``require`` must be
@@ -138,7 +140,8 @@ def validate(raw: dict[str, Any], base: Path = Path("."), require: tuple[str, ..
             elif key.default is REQUIRED:
                 raise ConfigError(f"{section}.{name}: required key missing")
             else:
-                values[name] = _check(section, name, key, key.default, base) if key.path and key.default else key.default
+                default = key.default
+                values[name] = _check(section, name, key, default, base) if key.path and default else default
         out[section] = values
     if "model" in raw:
         from .models import validate_model_config

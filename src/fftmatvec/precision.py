@@ -233,7 +233,8 @@ def error_bound(
     """
     if np.isnan(kappa) or kappa < 0:
         raise ConfigError(f"kappa must be a non-negative number, got {kappa!r}")
-    return float(kappa) * sum(error_terms(code, Nt=Nt, n_inner=n_inner, n_reduce=n_reduce, constants=constants).values())
+    terms = error_terms(code, Nt=Nt, n_inner=n_inner, n_reduce=n_reduce, constants=constants)
+    return float(kappa) * sum(terms.values())
 
 
 def validate_tolerance(tolerance: object) -> float:

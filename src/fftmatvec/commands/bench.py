@@ -31,7 +31,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--adjoint", action="store_true", help="time F^T d instead of F m")
     p.add_argument("-N", "--reps", type=_positive, default=10, help="timed repetitions (median reported)")
     p.add_argument("--check", action="store_true", help="relative error against a float64 dense or FFT reference")
-    p.add_argument("--compare-naive", action="store_true", help="also time the naive pipeline (and dense F where it fits)")
+    p.add_argument("--compare-naive", action="store_true",
+                   help="also time the naive pipeline (and dense F where it fits)")
     add_grid_options(p)
     p.add_argument("--seed", type=int, default=0, help="random seed of the data")
     p.add_argument("--json", action="store_true", help="print one JSON object as the last line")
@@ -41,7 +42,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--grids", metavar="LIST",
                    help="grids of the sweep, e.g. 1x1,1x2,2x1,1x4,2x2 (default: 1 x ranks of this launch); "
                    "grids larger than the launch are skipped")
-    s.add_argument("--csv", metavar="FILE", help="merge the sweep's rows into this CSV file (same grid and sizes: replaced)")
+    s.add_argument("--csv", metavar="FILE",
+                   help="merge the sweep's rows into this CSV file (same grid and sizes: replaced)")
     s.add_argument("--plot", metavar="PNG", help="plot time and efficiency against ranks (every row of --csv)")
     p.set_defaults(func=run)
 
@@ -104,10 +106,11 @@ def _sweep(args: argparse.Namespace, cfg) -> int:
     size = 1 if comm is None else comm.Get_size()
     is_root = comm is None or comm.Get_rank() == 0
     grids = parse_grids(args.grids) if args.grids else [(1, size)]
+    ranks = f"{size} rank{'s' if size > 1 else ''}"
     if all(pr * pc > size for pr, pc in grids):
-        raise ConfigError(f"--grids {args.grids}: no grid fits in the {size} rank{'s' if size > 1 else ''} of this launch")
+        raise ConfigError(f"--grids {args.grids}: no grid fits in the {ranks} of this launch")
     per = " per rank" if args.sweep == "weak" else ""
-    print(f"{args.sweep} scaling sweep on {size} rank{'s' if size > 1 else ''}: Nm={args.Nm}{per} Nd={args.Nd} "
+    print(f"{args.sweep} scaling sweep on {ranks}: Nm={args.Nm}{per} Nd={args.Nd} "
           f"Nt={args.Nt} K={args.nrhs} precision={args.precision} device={args.device}; times of the slowest rank",
           flush=True)
     rows, skipped = run_sweep(cfg, args.sweep, grids, comm=comm, log=lambda line: print(line, flush=True))

@@ -29,10 +29,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"type         {'p2q (parameter-to-QoI)' if meta.is_p2q else 'p2o (parameter-to-observable)'}")
     print(f"sizes        N{'q' if meta.is_p2q else 'd'}={meta.Nd}  Nm={meta.Nm}  Nt={meta.Nt}")
     print(f"F            {meta.Nd * meta.Nt} x {meta.Nm * meta.Nt}")
-    print(f"files        {meta.Nd} block rows '{meta.prefix}NNNNNN{meta.extension}', checksums {'on' if meta.checksum else 'off'}")
+    checksums = "on" if meta.checksum else "off"
+    print(f"files        {meta.Nd} block rows '{meta.prefix}NNNNNN{meta.extension}', checksums {checksums}")
     print(f"f on disk    {_human(meta.Nd * meta.Nm * meta.Nt * 8)} (float64)")
     for name, itemsize in (("complex128", 16), ("complex64", 8)):
-        print(f"Fhat         {_human(nf * meta.Nd * meta.Nm * itemsize)} ({name}, SBGEMV letter '{'d' if itemsize == 16 else 's'}')")
+        letter = "d" if itemsize == 16 else "s"
+        print(f"Fhat         {_human(nf * meta.Nd * meta.Nm * itemsize)} ({name}, SBGEMV letter '{letter}')")
     if not args.no_check:
         for i in range(meta.Nd):
             read_matrix_slab(args.matrix, (i, 1), (0, meta.Nm), meta=meta)

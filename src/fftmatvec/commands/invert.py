@@ -18,7 +18,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", action="store_true", help="continue CG from the checkpoint in [output] dir")
     p.add_argument("--out", metavar="DIR", help="output folder (default: [output] dir of the config)")
     p.add_argument("--device", choices=("cpu", "gpu", "auto"), help="backend (default: [grid] device of the config)")
-    p.add_argument("--grid", metavar="PRxPC", help="process grid, 'PRxPC' or 'auto' (default: [grid] shape of the config)")
+    p.add_argument("--grid", metavar="PRxPC",
+                   help="process grid, 'PRxPC' or 'auto' (default: [grid] shape of the config)")
     p.set_defaults(func=run)
 
 

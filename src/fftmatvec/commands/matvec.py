@@ -25,7 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--adjoint", action="store_true", help="apply F^T (input in data space)")
     mode.add_argument("--normal", action="store_true", help="apply F^T F (input and output in parameter space)")
-    p.add_argument("--precision", default="ddddd", metavar="CODE", help="five-letter stage precision code (default ddddd)")
+    p.add_argument("--precision", default="ddddd", metavar="CODE",
+                   help="five-letter stage precision code (default ddddd)")
     add_grid_options(p)
     p.set_defaults(func=run)
 

@@ -116,7 +116,10 @@ def run_inversion(
     m0 = read_vector(mean, "param", expect_n=Nm, expect_nt=Nt)[0] if isinstance(mean, str) else float(mean)
 
     noise_cfg = cfg["noise"]
-    noise = WhiteNoise(noise_cfg["std"]) if noise_cfg["std"] is not None else WhiteNoise.relative(d, noise_cfg["relative"], inner=inner)
+    if noise_cfg["std"] is not None:
+        noise = WhiteNoise(noise_cfg["std"])
+    else:
+        noise = WhiteNoise.relative(d, noise_cfg["relative"], inner=inner)
     prior = _prior(cfg, op_cfg["matrix"], Nm, Nt, m0)
 
     if is_root:
@@ -178,7 +181,8 @@ def run_inversion(
         "noise_std": float(np.max(noise.std)),
     }
     if m_true is not None:
-        summary["errors"] = {"map_vs_truth": _rel(m_map, m_true), "prior_mean_vs_truth": _rel(np.broadcast_to(m0, m_true.shape), m_true)}
+        summary["errors"] = {"map_vs_truth": _rel(m_map, m_true),
+                             "prior_mean_vs_truth": _rel(np.broadcast_to(m0, m_true.shape), m_true)}
     if forecast is not None and q_true is not None:
         # before the wave arrives truth, mean and std are all at rounding level:
         # an absolute slack at 1e-9 of the signal keeps rounding out of the count
