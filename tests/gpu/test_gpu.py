@@ -647,6 +647,10 @@ def test_transform_rounded_into_product_precision(layout_gpu, rng, K):
             assert np.array_equal(y_low.get(), y_full.get()), adjoint
     with pytest.raises(ValueError, match="does not fit"):
         gpu.pad_rfft(cupy.zeros((2, 3, 1)), cupy.empty((4, 2, 1), np.complex128), np.float32)
+    with pytest.raises(ValueError, match="does not fit"):
+        gpu.pad_rfft(cupy.zeros((2, 3, 1)), cupy.empty((4, 2, 1), np.float32), np.float64)
+    with pytest.raises(ValueError, match="does not fit"):
+        gpu.rfft(cupy.zeros((6, 2, 1)), cupy.empty((4, 2, 1), np.float32))
 
 
 @pytest.mark.parametrize("K", [1, 2, 5])

@@ -147,7 +147,8 @@ class Backend(abc.ABC):
         and :meth:`rfft`; backends may fuse the two (the GPU one does).
         """
         n, nt, K = x.shape
-        x_pad = self.scratch((2 * nt, n, K), dtype or np.finfo(out.dtype).dtype, "pad", zero=True)
+        real = dtype if dtype is not None else np.finfo(out.dtype).dtype
+        x_pad = self.scratch((2 * nt, n, K), real, "pad", zero=True)
         self.pad(x, out=x_pad)
         self.rfft(x_pad, out=out)
 

@@ -687,7 +687,8 @@ class GPUBackend(Backend):
         L = x_pad.shape[0]
         B = int(np.prod(x_pad.shape[1:]))
         want = _R2C[np.dtype(x_pad.dtype)]
-        if out.shape != (L // 2 + 1,) + x_pad.shape[1:] or out.dtype.itemsize > want.itemsize:
+        if (out.shape != (L // 2 + 1,) + x_pad.shape[1:] or out.dtype not in _C2R
+                or out.dtype.itemsize > want.itemsize):
             raise ValueError(f"rfft: out {out.shape} {out.dtype} does not fit x_pad {x_pad.shape} {x_pad.dtype}")
         self._contiguous(x_pad, "rfft input")
         self._contiguous(out, "rfft output")
@@ -737,7 +738,8 @@ class GPUBackend(Backend):
         n, nt, K = x.shape
         L = 2 * nt
         real = np.dtype(dtype) if dtype is not None else _C2R.get(np.dtype(out.dtype))
-        if out.shape != (nt + 1, n, K) or real not in _R2C or out.dtype.itemsize > _R2C[real].itemsize:
+        if (out.shape != (nt + 1, n, K) or out.dtype not in _C2R or real not in _R2C
+                or out.dtype.itemsize > _R2C[real].itemsize):
             raise ValueError(f"pad_rfft: x {x.shape} does not fit out {out.shape} {out.dtype} "
                              f"(transform in {real})")
         if self.fft_layout["r2c"] == "ss":
