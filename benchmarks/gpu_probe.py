@@ -14,6 +14,9 @@ responses), so that the big size costs seconds, not minutes.  Times
   (``gemmvar``) and adjoint (``adjvar``), against cuBLAS, and the forward
   one at whole and part-filled waves of blocks (``waves``),
 * the transforms run beside the product on another stream (``overlap``),
+* how much of a stream the L2 serves from the previous one (``l2``), and
+  what programmatic dependent launch saves on a stand-in for a
+  middle-size product's three kernels (``pdl``),
 * the device time of every kernel of the replayed product (PyTorch's
   profiler, which records all kernels of the process through CUPTI), and
 * the host time of ``BTTOperator.matvec`` at the fixture size (cProfile),
@@ -769,7 +772,149 @@ def main(argv=None) -> int:
                     emit(what="l2", nbytes=nbytes, mode=("ldcs", "ld", "fixed", "alternate")[mode],
                          alternate=alternate, keep_mb=keep_mb, copy_8mb_between=interfere,
                          us=round(t * 1e6, 2), floor_ratio=round(t / (nbytes / bw), 4))
-            del buf
+
+    def part_pdl():
+        """What Hopper's programmatic dependent launch could save at the middle
+        size, on a stand-in for the three kernels of a product in one CUDA
+        graph: a latency-bound transform (250 blocks of 512 threads, passes
+        through shared memory), a kernel streaming a complex64 middle-size
+        Fhat's bytes (200.4 MB), and a small inverse transform (50 blocks).
+        Launched through cuLaunchKernelEx (ctypes), plainly or with the
+        programmatic-serialization attribute on the second and third kernels;
+        the transform then lets its dependant start at once, and the streaming
+        kernel either waits before any load or issues its first two loads of
+        Fhat before it waits.  Time per graph back to back (CUDA events) and
+        waited for (host clock), medians."""
+        import ctypes
+
+        src = r"""
+        __device__ __forceinline__ void grid_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+        __device__ __forceinline__ void let_dependants_start() { asm volatile("griddepcontrol.launch_dependents;"); }
+        // four series of 1000 samples a block, `passes` exchanges through shared memory, frequency-major store
+        extern "C" __global__ void front(const double* x, float2* xh, int n, int passes, int trigger) {
+            if (trigger) let_dependants_start();
+            __shared__ float2 buf[2000];
+            const int s0 = blockIdx.x * 4;
+            for (int e = threadIdx.x; e < 2000; e += blockDim.x) {
+                const int s = e / 500, j = e % 500;
+                buf[e] = make_float2((float)x[(s0 + s) * 1000 + 2 * j], (float)x[(s0 + s) * 1000 + 2 * j + 1]);
+            }
+            for (int p = 0; p < passes; ++p) {
+                float2 v[4];
+                __syncthreads();
+                for (int k = 0; k < 4; ++k) {
+                    const int e = threadIdx.x + k * blockDim.x;
+                    v[k] = e < 2000 ? buf[(e * 7 + p * 13) % 2000] : make_float2(0.f, 0.f);
+                }
+                __syncthreads();
+                for (int k = 0; k < 4; ++k) {
+                    const int e = threadIdx.x + k * blockDim.x;
+                    if (e < 2000) buf[e] = make_float2(v[k].x + 0.5f * v[k].y, v[k].y - 0.5f * v[k].x);
+                }
+            }
+            __syncthreads();
+            for (int e = threadIdx.x; e < 2000; e += blockDim.x) xh[(e % 500) * n + s0 + e / 500] = buf[e];
+        }
+        // tiles of 64 KB of A a block; the first two loads of each thread before the wait when `early`
+        extern "C" __global__ void stream(const float4* A, const float2* xh, float* y, int tile4, int nx, int early) {
+            const long long beg = (long long)blockIdx.x * tile4;
+            const int i = threadIdx.x;
+            float4 a0 = make_float4(0.f, 0.f, 0.f, 0.f), a1 = a0;
+            if (early) { a0 = __ldcs(A + beg + i); a1 = __ldcs(A + beg + i + blockDim.x); }
+            grid_wait();
+            if (!early) { a0 = __ldcs(A + beg + i); a1 = __ldcs(A + beg + i + blockDim.x); }
+            const float2 xv = xh[blockIdx.x % nx];
+            float acc = (a0.x + a0.y + a0.z + a0.w + a1.x + a1.y + a1.z + a1.w) * xv.x;
+            for (int k = i + 2 * blockDim.x; k < tile4; k += blockDim.x) {
+                const float4 a = __ldcs(A + beg + k);
+                acc += (a.x + a.y + a.z + a.w) * xv.y;
+            }
+            for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+            if ((threadIdx.x & 31) == 0) atomicAdd(y + blockIdx.x % 25050, acc);
+        }
+        // 50 series of 1000 values, `passes` exchanges, float64 store
+        extern "C" __global__ void back(const float* y, double* out, int ny, int passes) {
+            grid_wait();
+            __shared__ float buf[1000];
+            for (int e = threadIdx.x; e < 1000; e += blockDim.x) buf[e] = y[(blockIdx.x * 1000 + e) % ny];
+            for (int p = 0; p < passes; ++p) {
+                float v[4];
+                __syncthreads();
+                for (int k = 0; k < 4; ++k) {
+                    const int e = threadIdx.x + k * blockDim.x;
+                    v[k] = e < 1000 ? buf[(e * 7 + p * 13) % 1000] : 0.f;
+                }
+                __syncthreads();
+                for (int k = 0; k < 4; ++k) {
+                    const int e = threadIdx.x + k * blockDim.x;
+                    if (e < 1000) buf[e] = 0.5f * v[k] + 1.f;
+                }
+            }
+            __syncthreads();
+            for (int e = threadIdx.x; e < 1000; e += blockDim.x) out[blockIdx.x * 1000 + e] = buf[e];
+        }
+        """
+        mod = cp.RawModule(code=src, options=("-std=c++17",))
+        front, stream_k, back = (mod.get_function(n) for n in ("front", "stream", "back"))
+
+        class LaunchAttribute(ctypes.Structure):  # CUlaunchAttribute: id, padding, a 64-byte value union
+            _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_int * 16)]
+
+        class LaunchConfig(ctypes.Structure):  # CUlaunchConfig
+            _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared", ctypes.c_uint),
+                        ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(LaunchAttribute)),
+                        ("n_attrs", ctypes.c_uint)]
+
+        libcuda = ctypes.CDLL("libcuda.so.1")
+        libcuda.cuLaunchKernelEx.argtypes = [ctypes.POINTER(LaunchConfig), ctypes.c_void_p,
+                                             ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
+        attr = LaunchAttribute()
+        attr.id = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attr.value[0] = 1
+
+        def launch(fn, grid, block, args, programmatic):
+            vals = [ctypes.c_void_p(a.data.ptr) if isinstance(a, cp.ndarray) else ctypes.c_int32(int(a)) for a in args]
+            params = (ctypes.c_void_p * len(vals))(*(ctypes.addressof(v) for v in vals))
+            cfg = LaunchConfig((grid, 1, 1), (block, 1, 1), 0, cp.cuda.get_current_stream().ptr,
+                               ctypes.pointer(attr) if programmatic else None, 1 if programmatic else 0)
+            rc = libcuda.cuLaunchKernelEx(ctypes.byref(cfg), ctypes.c_void_p(int(fn.kernel.ptr)), params, None)
+            if rc != 0:
+                raise RuntimeError(f"cuLaunchKernelEx returned {rc}")
+
+        n, tile4 = 1000, 4096
+        x = cp.random.standard_normal((n, 1000))
+        xh = cp.zeros((500, n), np.complex64)
+        A = cp.random.standard_normal(200_400_000 // 4, dtype=np.float32)
+        blocks = A.size // 4 // tile4
+        y = cp.zeros(25050, np.float32)
+        out = cp.zeros(50 * 1000, np.float64)
+        floor = A.nbytes / bw
+
+        def chain(pdl, early):
+            launch(front, n // 4, 512, (x, xh, n, 4, int(pdl)), False)
+            launch(stream_k, blocks, 256, (A, xh, y, tile4, n * 500, int(early)), pdl)
+            launch(back, 50, 256, (y, out, 25050, 4), pdl)
+
+        for name, fn, grid, block, args in (("front", front, n // 4, 512, (x, xh, n, 4, 0)),
+                                            ("stream", stream_k, blocks, 256, (A, xh, y, tile4, n * 500, 0)),
+                                            ("back", back, 50, 256, (y, out, 25050, 4))):
+            t = timeit(lambda: launch(fn, grid, block, args, False), reps=30)
+            emit(what="pdl_kernel", kernel=name, us=round(t * 1e6, 2))
+        cap = cp.cuda.Stream(non_blocking=True)
+        for pdl, early in ((False, False), (True, False), (True, True), (False, False), (True, False), (True, True)):
+            with cap:
+                cap.begin_capture()
+                chain(pdl, early)
+                graph = cap.end_capture()
+            back_to_back = loop_time(graph.launch, n=200)
+            waited = []
+            for _ in range(200):
+                t0 = time.perf_counter()
+                graph.launch()
+                be.synchronize()
+                waited.append(time.perf_counter() - t0)
+            emit(what="pdl", programmatic=pdl, early_loads=early, back_to_back_us=round(back_to_back * 1e6, 2),
+                 waited_us=round(float(np.median(waited)) * 1e6, 2), floor_us=round(floor * 1e6, 2))
 
     def part_host_parts():
         """Host time per call of the pieces of a fixture-size product (each
@@ -932,7 +1077,7 @@ def main(argv=None) -> int:
                      ("adjvar", part_adj_variants),
                      ("k16", part_k16), ("overlap", part_overlap), ("kernels", part_kernels),
                      ("kernelsk", part_kernels_nrhs), ("host", part_host), ("chunks", part_chunks),
-                     ("hostparts", part_host_parts), ("wait", part_wait), ("l2", part_l2),
+                     ("hostparts", part_host_parts), ("wait", part_wait), ("l2", part_l2), ("pdl", part_pdl),
                      ("timeline", part_timeline)):
         if name in parts:
             guarded(name, fn)
