@@ -5,9 +5,9 @@
 # Python package of git revision $1, or of the folder $1 (holding src/ and
 # native/, e.g. a `git archive` where the machine's clone lacks the revision),
 # or, when $1 is an environment assignment (NAME=value), the working tree's
-# run with it.  With a third argument "big"
-# the big size's one-vector rows run too.  One JSON line per run appended to
-# $2, with "source" ($1 or "tree"), "round" and "command".
+# run with it.  With a third argument "big" the big size's one-vector rows
+# run too.  One JSON line per run appended to $2, with "source" ($1 or
+# "tree"), "round" and "command".
 # usage: bash benchmarks/bench_ab.sh e0ec1ac benchmarks/results/h200-bench-ab.jsonl
 #        bash benchmarks/bench_ab.sh FFTMATVEC_L2_PREFETCH_BYTES=0 out.jsonl big
 set -u
