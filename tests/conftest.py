@@ -41,6 +41,25 @@ def rng(request) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+@pytest.fixture
+def model_times(monkeypatch) -> None:
+    """``precision="auto"`` measures errors as always but times by a model
+    (1 per double-precision stage, 0.6 per single), so that a test's choice
+    does not hang on this machine's timing noise at test sizes."""
+    import dataclasses
+
+    import fftmatvec.tuning as tuning
+
+    measured = tuning.measure
+
+    def with_model_times(*args, **kwargs):
+        t = measured(*args, **kwargs)
+        model = [dataclasses.replace(e, time=sum(1.0 if c == "d" else 0.6 for c in e.code)) for e in t.entries]
+        return dataclasses.replace(t, entries=model)
+
+    monkeypatch.setattr(tuning, "measure", with_model_times)
+
+
 def direct_btt(f: np.ndarray, m: np.ndarray) -> np.ndarray:
     """``F m`` by the defining double sum (float64), f (Nd, Nm, Nt), m (Nm, Nt)."""
     nd, nm, nt = f.shape

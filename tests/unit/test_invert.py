@@ -183,7 +183,7 @@ def test_four_ranks_match_one_process(model_dir):
         assert summary(model_dir, f"four-{method}")["grid"] != [1, 1]
 
 
-def test_precision_auto_is_chosen_and_reported(model_dir):
+def test_precision_auto_is_chosen_and_reported(model_dir, model_times):
     ref = write_config(model_dir, out="auto-ref")
     cfg = write_config(model_dir, out="auto")
     cfg.write_text(cfg.read_text().replace("[operator]\n", '[operator]\nprecision = "auto"\ntolerance = 1e-6\n'))
