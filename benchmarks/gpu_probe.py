@@ -14,7 +14,8 @@ responses), so that the big size costs seconds, not minutes.  Times
   (``gemmvar``) and adjoint (``adjvar``), against cuBLAS, and the forward
   one at whole and part-filled waves of blocks (``waves``),
 * the transforms run beside the product on another stream (``overlap``),
-* how much of a stream the L2 serves from the previous one (``l2``), and
+* how much of a stream the L2 serves from the previous one (``l2``),
+* how fast a kernel that only reads streams a big buffer (``read``), and
   what programmatic dependent launch saves on a stand-in for a
   middle-size product's three kernels (``pdl``),
 * the device time of every kernel of the replayed product (PyTorch's
@@ -62,6 +63,8 @@ def main(argv=None) -> int:
     ap.add_argument("--parts", default="small,mid,variants,engine,k16,kernels,host")
     ap.add_argument("--kernel-sizes", default="small,mid,big,big16", help="sizes of the kernels part")
     ap.add_argument("--gemm-dtypes", default="complex64,complex128", help="dtypes of the gemmvar part")
+    ap.add_argument("--set", action="append", default=[], metavar="ATTR=VALUE",
+                    help="set an integer attribute of the backend (a kernel's tuning), e.g. fwd_lanes=256")
     args = ap.parse_args(argv)
     parts = set(args.parts.split(","))
 
@@ -72,6 +75,11 @@ def main(argv=None) -> int:
     from fftmatvec.precision import parse
 
     be = GPUBackend()
+    for setting in args.set:
+        attr, value = setting.split("=")
+        if not hasattr(be, attr):
+            raise SystemExit(f"GPUBackend has no attribute {attr!r}")
+        setattr(be, attr, int(value))
     out = open(args.out, "a") if args.out else None
     start, end = cp.cuda.Event(), cp.cuda.Event()
 
@@ -155,6 +163,9 @@ def main(argv=None) -> int:
                 variants = [dict()]
                 if tx == ta:
                     variants += [dict(R=2, U=4), dict(R=1, U=4), dict(R=1, U=16), dict(R=4, U=2)]
+                # fewer loads of x per byte of Fhat: more rows per group, the group one warp or a whole block
+                variants += [dict(R=r, U=u, S=1, lanes=g) for g in (32, 128, 256)
+                             for r, u in ((2, 2), (2, 4), (4, 1), (4, 2), (8, 1))]
                 for v in variants:
                     fn, grid, block, smem, tail, S = be._fwd_config(Nf, Nd, Nm, 1, ta, tx, **v)
                     out = y if S == 1 else cp.empty((S,) + y.shape, ta)
@@ -167,6 +178,8 @@ def main(argv=None) -> int:
                 if tx == ta:
                     variants += [dict(U=4), dict(U=16), dict(T=128), dict(T=512), dict(flat=False, U=4),
                                  dict(flat=False, U=8)]
+                # X read from shared memory once per two or four runs of columns
+                variants += [dict(flat=False, U=u, runs=r) for r in (2, 4) for u in (2, 4, 8)]
                 for v in variants:
                     fn, grid, block, smem, tail, S = be._adj_config(Nf, Nd, Nm, 1, ta, tx, **v)
                     t = timeit(lambda: fn(grid, block, (A, d, m) + tail, shared_mem=smem))
@@ -281,6 +294,49 @@ def main(argv=None) -> int:
                         t = sum(kernel_times(lambda: fn(grid, block, (A, d, m) + tail, shared_mem=smem)).values())
                         emit(what="sbgemv_adj", size=size, ta=str(ta), tx=str(tx), variant=v, device_s=t * 1e-6,
                              floor_ratio=t * 1e-6 / floor)
+
+    def alternated(adjoint, variants):
+        """One-right-hand-side product kernels, forward or adjoint, each variant
+        (launch parameters of ``_fwd_config`` / ``_adj_config``) timed back to back
+        in rounds that alternate the variants (medians; x the floor), at the
+        middle and big sizes, for both storage precisions with an input vector
+        in each."""
+        config = be._adj_config if adjoint else be._fwd_config
+        for size, nf, nd, nm in (("mid", 501, 50, 1000), ("big", Nf, Nd, Nm)):
+            rounds, n = (5, 40) if size == "mid" else (7, 20)
+            for ta in (C64, C128):
+                A = rand_c((nf, nd, nm), ta)
+                floor = A.nbytes / bw
+                for tx in (C64, C128):
+                    x = rand_c((nf, nd if adjoint else nm, 1), tx)
+                    y = cp.empty((nf, nm if adjoint else nd, 1), ta)
+                    times = {i: [] for i in range(len(variants))}
+                    for _ in range(rounds):
+                        for i, v in enumerate(variants):
+                            fn, grid, block, smem, tail, S = config(nf, nd, nm, 1, ta, tx, **v)
+                            times[i].append(loop_time(lambda: fn(grid, block, (A, x, y) + tail, shared_mem=smem),
+                                                      n=n))
+                    for i, v in enumerate(variants):
+                        t = float(np.median(times[i]))
+                        emit(what="adj_runs" if adjoint else "fwd_rows", size=size, ta=str(ta), tx=str(tx),
+                             variant=v, us=round(t * 1e6, 2), spread_us=round((max(times[i]) - min(times[i])) * 1e6, 2),
+                             floor_ratio=round(t / floor, 4))
+                A = None
+
+    def part_fwd_rows():
+        """The forward kernel: rows per group R, loads in flight U and threads per
+        group (``lanes``: a warp, or several sharing the rows' columns)."""
+        alternated(False, [dict(S=1, **v) for v in (
+            dict(), dict(R=1, U=2, lanes=32), dict(R=1, U=4, lanes=32), dict(R=2, U=2, lanes=32),
+            dict(R=2, U=4, lanes=32), dict(R=4, U=1, lanes=32), dict(R=4, U=1, lanes=128),
+            dict(R=2, U=1, lanes=128), dict(R=4, U=1, lanes=256), dict(R=2, U=1, lanes=256))])
+
+    def part_adj_runs():
+        """The adjoint kernels: the balanced one (the default below 512 MB of
+        ``Fhat``), the blocked one with U rows in flight and each thread's runs of
+        columns (X read from shared memory once for all of them)."""
+        alternated(True, [dict(), dict(flat=True)] + [dict(flat=False, U=u, runs=r) for r, u in (
+            (1, 8), (1, 16), (2, 2), (2, 4), (2, 8), (4, 2), (4, 4))])
 
     def part_kgemm():
         """Per-frequency products with K right-hand sides at the big size: the
@@ -773,6 +829,187 @@ def main(argv=None) -> int:
                          alternate=alternate, keep_mb=keep_mb, copy_8mb_between=interfere,
                          us=round(t * 1e6, 2), floor_ratio=round(t / (nbytes / bw), 4))
 
+    def part_read():
+        """The rate at which a kernel that only reads can stream a big buffer,
+        against the copy bandwidth the floor is measured with: is a product
+        kernel at 1.0x the floor at the memory's ceiling?  A sum of 16-byte
+        loads over 2 GB and 8 GB, each thread with U loads in flight, the
+        loads streaming (ld.global.cs), read-only (ld.global.nc), or
+        read-only past L1 with an L2 prefetch of 128 or 256 bytes; the grid
+        either covers the buffer once (a tile of 8 KB per block-row step) or is
+        persistent (resident blocks striding over it).  Time per call back to
+        back, bytes over time, and x the floor."""
+        src = r"""
+        template <int MODE> __device__ __forceinline__ float4 load(const float4* p) {
+            float4 v;
+            if (MODE == 0) {
+                v = __ldcs(p);
+            } else if (MODE == 1) {
+                v = __ldg(p);
+            } else if (MODE == 2) {
+                asm volatile("ld.global.nc.L1::no_allocate.L2::128B.v4.f32 {%0,%1,%2,%3}, [%4];"
+                             : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
+            } else if (MODE == 3) {
+                asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.f32 {%0,%1,%2,%3}, [%4];"
+                             : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
+            } else {
+                asm volatile("ld.global.cs.L2::256B.v4.f32 {%0,%1,%2,%3}, [%4];"
+                             : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
+            }
+            return v;
+        }
+        // thread t of the grid reads p[i], p[i + stride], ... with U loads in flight
+        template <int U, int MODE> __global__ void read_sum(const float4* __restrict__ p, long long n4, float* sink) {
+            const long long stride = (long long)gridDim.x * blockDim.x;
+            long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+            float s = 0.f;
+            for (; i + (U - 1) * stride < n4; i += U * stride) {
+                float4 v[U];
+        #pragma unroll
+                for (int u = 0; u < U; ++u) v[u] = load<MODE>(p + i + u * stride);
+        #pragma unroll
+                for (int u = 0; u < U; ++u) s += v[u].x + v[u].y + v[u].z + v[u].w;
+            }
+            for (; i < n4; i += stride) {
+                const float4 v = load<MODE>(p + i);
+                s += v.x + v.y + v.z + v.w;
+            }
+            if (s == 1.2345f) sink[0] = s;  // keeps the loads
+        }
+        // block b reads its own contiguous tile, U loads of blockDim.x * 16 bytes in flight
+        template <int U, int MODE> __global__ void read_tile(const float4* __restrict__ p, long long n4, int tile4,
+                                                             float* sink) {
+            const long long beg = (long long)blockIdx.x * tile4;
+            const long long end = beg + tile4 < n4 ? beg + tile4 : n4;
+            float s = 0.f;
+            long long i = beg + threadIdx.x;
+            for (; i + (U - 1) * blockDim.x < end; i += U * blockDim.x) {
+                float4 v[U];
+        #pragma unroll
+                for (int u = 0; u < U; ++u) v[u] = load<MODE>(p + i + u * blockDim.x);
+        #pragma unroll
+                for (int u = 0; u < U; ++u) s += v[u].x + v[u].y + v[u].z + v[u].w;
+            }
+            for (; i < end; i += blockDim.x) {
+                const float4 v = load<MODE>(p + i);
+                s += v.x + v.y + v.z + v.w;
+            }
+            if (s == 1.2345f) sink[0] = s;
+        }
+        // the forward product's pattern: a group of W threads owns R consecutive rows of L values and
+        // strides over them, U loads of W * 16 bytes in flight per row
+        template <int U, int R, int MODE> __global__ void read_rows(const float4* __restrict__ p, long long nrows,
+                                                                    int L, int W, float* sink) {
+            const long long group = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / W;
+            const int sub = threadIdx.x % W;
+            if (group * R >= nrows) return;
+            const float4* row = p + group * R * L;
+            float s = 0.f;
+            for (int j = sub; j < L; j += U * W) {
+                float4 v[U][R];
+        #pragma unroll
+                for (int u = 0; u < U; ++u)
+        #pragma unroll
+                    for (int r = 0; r < R; ++r)
+                        v[u][r] = j + u * W < L ? load<MODE>(row + (long long)r * L + j + u * W)
+                                                : make_float4(0, 0, 0, 0);
+        #pragma unroll
+                for (int u = 0; u < U; ++u)
+        #pragma unroll
+                    for (int r = 0; r < R; ++r) s += v[u][r].x + v[u][r].y + v[u][r].z + v[u][r].w;
+            }
+            if (s == 1.2345f) sink[0] = s;
+        }
+        // the blocked adjoint's pattern: block b reads a tile of blockDim.x values of each of the nd rows of
+        // its frequency (rows of L values), U rows in flight
+        template <int U> __global__ void read_cols(const float4* __restrict__ p, int nd, int L, float* sink) {
+            const int tiles = (L + blockDim.x - 1) / blockDim.x;
+            const int f = blockIdx.x / tiles;
+            const int j = (blockIdx.x % tiles) * blockDim.x + threadIdx.x;
+            if (j >= L) return;
+            const float4* a = p + (long long)f * nd * L + j;
+            float s = 0.f;
+            for (int i = 0; i < nd; i += U) {
+                float4 v[U];
+        #pragma unroll
+                for (int u = 0; u < U; ++u)
+                    v[u] = i + u < nd ? __ldcs(a + (long long)(i + u) * L) : make_float4(0, 0, 0, 0);
+        #pragma unroll
+                for (int u = 0; u < U; ++u) s += v[u].x + v[u].y + v[u].z + v[u].w;
+            }
+            if (s == 1.2345f) sink[0] = s;
+        }
+        """
+        rows_names = [f"read_rows<{u}, {r}, 0>" for u in (2, 4, 8) for r in (1, 2)]
+        rows_names += [f"read_cols<{u}>" for u in (4, 8, 16)]
+        rows_mod = cp.RawModule(code=src, options=("-std=c++17",), name_expressions=rows_names)
+        sink = cp.zeros(1, np.float32)
+        for L in (5000, 2500):  # rows of a complex128 and of a complex64 Fhat at the big size
+            nrows = 100_100
+            buf = cp.empty(nrows * L * 2, np.float64)
+            buf.fill(1.0)
+            nbytes = buf.nbytes
+            for W in (32, 64, 128, 256):
+                for u in (2, 4, 8):
+                    for r in (1, 2):
+                        fn = rows_mod.get_function(f"read_rows<{u}, {r}, 0>")
+                        grid = (-(-nrows // r) * W + 255) // 256
+
+                        def one():
+                            fn((grid,), (256,), (buf, np.int64(nrows), np.int32(L), np.int32(W), sink))
+
+                        t = loop_time(one, n=20)
+                        emit(what="read", nbytes=nbytes, kind="rows", row_bytes=L * 16, W=W, R=r, U=u, load="ldcs",
+                             us=round(t * 1e6, 1), TBps=round(nbytes / t / 1e12, 3),
+                             floor_ratio=round(t / (nbytes / bw), 4))
+            for threads in (64, 128, 256, 512):
+                for u in (4, 8, 16):
+                    fn = rows_mod.get_function(f"read_cols<{u}>")
+                    grid = nrows // 100 * -(-L // threads)
+
+                    def one():
+                        fn((grid,), (threads,), (buf, np.int32(100), np.int32(L), sink))
+
+                    t = loop_time(one, n=20)
+                    emit(what="read", nbytes=nbytes, kind="cols", row_bytes=L * 16, threads=threads, U=u,
+                         load="ldcs", us=round(t * 1e6, 1), TBps=round(nbytes / t / 1e12, 3),
+                         floor_ratio=round(t / (nbytes / bw), 4))
+            buf = None  # frees the buffer before the next size
+        modes = ("ldcs", "ldg", "nc.L2::128B", "nc.L2::256B", "cs.L2::256B")
+        us_ = (4, 8, 16)
+        names = [f"read_{kind}<{u}, {m}>" for kind in ("sum", "tile") for u in us_ for m in range(len(modes))]
+        mod = cp.RawModule(code=src, options=("-std=c++17",), name_expressions=names)
+        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        for nbytes in (2 << 30, 8 << 30):
+            buf = cp.empty(nbytes // 8, np.float64)
+            buf.fill(1.0)
+            n4 = nbytes // 16
+            for kind in ("sum", "tile"):
+                for threads in (256, 512, 1024):
+                    for u in us_:
+                        for m, mode in enumerate(modes):
+                            if nbytes == 8 << 30 and (u == 4 or mode in ("ldg", "nc.L2::128B")):
+                                continue
+                            fn = mod.get_function(f"read_{kind}<{u}, {m}>")
+                            if kind == "sum":
+                                per_sm = max(1, 2048 // threads)
+                                grid = sms * per_sm
+
+                                def one():
+                                    fn((grid,), (threads,), (buf, np.int64(n4), sink))
+                            else:
+                                tile4 = threads * u * 4
+                                grid = (n4 + tile4 - 1) // tile4
+
+                                def one():
+                                    fn((grid,), (threads,), (buf, np.int64(n4), np.int32(tile4), sink))
+
+                            t = loop_time(one, n=20 if nbytes > 4 << 30 else 50)
+                            emit(what="read", nbytes=nbytes, kind=kind, threads=threads, U=u, load=mode,
+                                 us=round(t * 1e6, 1), TBps=round(nbytes / t / 1e12, 3),
+                                 floor_ratio=round(t / (nbytes / bw), 4))
+            buf = None  # frees the buffer before the next size
+
     def part_pdl():
         """What Hopper's programmatic dependent launch could save at the middle
         size, on a stand-in for the three kernels of a product in one CUDA
@@ -1074,10 +1311,12 @@ def main(argv=None) -> int:
                      ("midvar", part_mid_variants), ("fft", part_fft), ("fftvar", part_fft_variants),
                      ("fftradix", part_fft_radices), ("variants", part_variants), ("engine", part_engine),
                      ("kgemm", part_kgemm), ("waves", part_waves), ("gemmvar", part_gemm_variants),
-                     ("adjvar", part_adj_variants),
+                     ("adjvar", part_adj_variants), ("fwdrows", part_fwd_rows),
+                     ("adjruns", part_adj_runs),
                      ("k16", part_k16), ("overlap", part_overlap), ("kernels", part_kernels),
                      ("kernelsk", part_kernels_nrhs), ("host", part_host), ("chunks", part_chunks),
                      ("hostparts", part_host_parts), ("wait", part_wait), ("l2", part_l2), ("pdl", part_pdl),
+                     ("read", part_read),
                      ("timeline", part_timeline)):
         if name in parts:
             guarded(name, fn)

@@ -17,10 +17,11 @@
 using fmv::index_t;
 
 // ---------------------------------------------------------------------------
-// Forward.  A group of G lanes (G a power of two <= 32) owns R consecutive rows
-// of one frequency and strides over the columns; X is loaded once per column
-// and used for the R rows.  Partial sums are reduced with shuffles inside the
-// group.  Only columns [col0, col1) are summed (a chunk of a pipelined
+// Forward.  A group of G threads (G a power of two dividing blockDim.x) owns R
+// consecutive rows of one frequency and strides over the columns; X is loaded
+// once per column and used for the R rows.  Partial sums are reduced with
+// shuffles inside each warp, then, when the group spans several warps (G > 32),
+// through shared memory.  Only columns [col0, col1) are summed (a chunk of a pipelined
 // product).  With S > 1 these are split into S blocks of cw columns (more,
 // smaller work items: no idle tail when there are few rows); group g handles
 // split g % S and writes its partial sums to the S slices of Y (S * nf * nd * K
@@ -29,17 +30,16 @@ using fmv::index_t;
 // A + (f * lda + i) * nm (lda >= nd; lda == nd for a whole Fhat), so that a
 // chunk of block rows is computed in place (Y always has nd rows).
 // Launch: 1-D blocks of a multiple of 32 threads, enough groups to cover
-// nf * ceil(nd / R) * S, gridDim.y = ceil(K / KB).
+// nf * ceil(nd / R) * S, gridDim.y = ceil(K / KB), dynamic shared memory
+// (G > 32 only) = blockDim.x / 32 * R * KB * sizeof(TA).
 // Requirements: VEC == 2 only with nm, col0, cw even (16-byte aligned loads);
 // KB == 1 only with K == 1.
 // ---------------------------------------------------------------------------
 template <typename TA, typename TX, int R, int U, int VEC, int KB>
 __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y,
                            int nf, int nd, int nm, int K, int G, int S, int cw, int col0, int col1, int lda) {
-    const int lane = threadIdx.x & 31;
-    const int sub = lane & (G - 1);
-    const index_t warp = ((index_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const index_t group = warp * (32 / G) + lane / G;
+    const int sub = threadIdx.x & (G - 1);
+    const index_t group = ((index_t)blockIdx.x * blockDim.x + threadIdx.x) / G;
     const int gpf = (nd + R - 1) / R;  // row groups per frequency
     const bool active = group < (index_t)nf * gpf * S;
     const int split = active ? (int)(group % S) : 0;
@@ -111,15 +111,33 @@ __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, T
             }
         }
     }
-    // reduce inside the group (all lanes take part: no divergent shuffles)
+    // reduce inside each warp's part of the group (all lanes take part: no divergent shuffles)
+    const int width = fmv::min_(G, 32);
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
         for (int b = 0; b < KB; ++b)
-            for (int off = G >> 1; off > 0; off >>= 1) {
-                acc[r][b].x += FMV_SHFL_XOR(acc[r][b].x, off, G);
-                acc[r][b].y += FMV_SHFL_XOR(acc[r][b].y, off, G);
+            for (int off = width >> 1; off > 0; off >>= 1) {
+                acc[r][b].x += FMV_SHFL_XOR(acc[r][b].x, off, width);
+                acc[r][b].y += FMV_SHFL_XOR(acc[r][b].y, off, width);
             }
+    if (G > 32) {  // the group's first warp adds the sums of its other warps
+        extern __shared__ double2 fmv_smem[];  // 16-byte aligned
+        TA* red = reinterpret_cast<TA*>(fmv_smem);  // [blockDim.x / 32][R][KB]
+        const int w = threadIdx.x >> 5;
+        if ((threadIdx.x & 31) == 0)
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+#pragma unroll
+                for (int b = 0; b < KB; ++b) red[(w * R + r) * KB + b] = acc[r][b];
+        __syncthreads();
+        if (sub == 0)
+            for (int q = 1; q < G / 32; ++q)
+#pragma unroll
+                for (int r = 0; r < R; ++r)
+#pragma unroll
+                    for (int b = 0; b < KB; ++b) fmv::cadd(acc[r][b], red[((w + q) * R + r) * KB + b]);
+    }
     if (active && sub == 0) {
         // S > 1: partial sums of column block `split` go to Y + split * nf * nd * K (see sum_splits)
         TA* Ys = Y + (index_t)split * nf * nd * K;
@@ -136,42 +154,50 @@ __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, T
 }
 
 // ---------------------------------------------------------------------------
-// Adjoint.  Each thread owns VEC consecutive columns j of one frequency and
-// loops over the rows i, so that a warp reads 32 * 16 contiguous bytes of a
-// row per load.  The block is CT column threads x RS row slices
-// (blockDim.x = CT * RS); slices split the rows and are summed through shared
-// memory at the end (RS > 1 for tall-narrow matrices).  X[f, i, k0:k0+KB] is
-// staged in shared memory CH rows at a time (cast to TA there).
+// Adjoint.  Each thread owns P runs of VEC consecutive columns j of one
+// frequency, CT * VEC columns apart, and loops over the rows i, so that a warp
+// reads 32 * 16 contiguous bytes of a row per load and each X[f, i] read from
+// shared memory serves P * VEC columns.  The block is CT column threads x RS row
+// slices (blockDim.x = CT * RS); slices split the rows and are summed through
+// shared memory at the end (RS > 1 for tall-narrow matrices).  X[f, i, k0:k0+KB]
+// is staged in shared memory CH rows at a time (cast to TA there).
 // Only columns [col0, col1) are computed (col0 % VEC == 0).
-// Launch: gridDim.x = nf * ceil((col1 - col0) / (CT * VEC)), gridDim.y = ceil(K / KB),
-// dynamic shared memory = (CH * KB + (RS > 1 ? CT * RS * VEC * KB : 0)) * sizeof(TA).
+// Launch: gridDim.x = nf * ceil((col1 - col0) / (P * CT * VEC)), gridDim.y = ceil(K / KB),
+// dynamic shared memory = (CH * KB + (RS > 1 ? CT * RS * P * VEC * KB : 0)) * sizeof(TA).
 // ---------------------------------------------------------------------------
-template <typename TA, typename TX, int U, int VEC, int KB>
+template <typename TA, typename TX, int U, int VEC, int KB, int P>
 __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y,
                            int nf, int nd, int nm, int K, int RS, int CH, int col0, int col1) {
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     TA* xs = reinterpret_cast<TA*>(fmv_smem);  // [CH][KB]
-    TA* red = xs + CH * KB;                   // [RS][CT][VEC][KB]
+    TA* red = xs + CH * KB;                   // [RS][CT][P][VEC][KB]
 
     const int CT = blockDim.x / RS;
     const int tid = threadIdx.x;
     const int c = tid % CT;
     const int s = tid / CT;
-    const int tiles = (col1 - col0 + CT * VEC - 1) / (CT * VEC);
+    const int tiles = (col1 - col0 + P * CT * VEC - 1) / (P * CT * VEC);
     const int f = blockIdx.x / tiles;
     const int tile = blockIdx.x % tiles;
-    const int j = col0 + (tile * CT + c) * VEC;
-    const bool active = j < col1;
+    int j[P];
+    bool in[P];
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+        j[p] = col0 + ((tile * P + p) * CT + c) * VEC;
+        in[p] = j[p] < col1;
+    }
     const int k0 = blockIdx.y * KB;
     const int kn = fmv::min_(KB, K - k0);
 
-    TA acc[VEC][KB];
+    TA acc[P][VEC][KB];
 #pragma unroll
-    for (int v = 0; v < VEC; ++v)
+    for (int p = 0; p < P; ++p)
 #pragma unroll
-        for (int b = 0; b < KB; ++b) acc[v][b] = fmv::czero<TA>();
+        for (int v = 0; v < VEC; ++v)
+#pragma unroll
+            for (int b = 0; b < KB; ++b) acc[p][v][b] = fmv::czero<TA>();
 
-    const TA* a = A + (index_t)f * nd * nm + (active ? j : 0);
+    const TA* a = A + (index_t)f * nd * nm;
     const TX* x = X + (index_t)f * nd * K + k0;
     for (int ib = 0; ib < nd; ib += CH) {
         const int n = fmv::min_(CH, nd - ib);
@@ -181,30 +207,51 @@ __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, T
             xs[t] = (b < kn) ? fmv::cload<TA>(x + (index_t)(ib + i) * K + b) : fmv::czero<TA>();
         }
         __syncthreads();
-        if (active) {
+        if (in[0]) {
             const TA* ai = a + (index_t)ib * nm;
             int i = s;
             for (; i + (U - 1) * RS < n; i += U * RS) {
-                TA av[U][VEC];
+                TA av[U][P][VEC];
 #pragma unroll
-                for (int u = 0; u < U; ++u) fmv::Loader<VEC, true>::load(ai + (index_t)(i + u * RS) * nm, av[u]);
+                for (int u = 0; u < U; ++u)
+#pragma unroll
+                    for (int p = 0; p < P; ++p) {
+                        if (in[p]) {
+                            fmv::Loader<VEC, true>::load(ai + (index_t)(i + u * RS) * nm + j[p], av[u][p]);
+                        } else {
+#pragma unroll
+                            for (int v = 0; v < VEC; ++v) av[u][p][v] = fmv::czero<TA>();
+                        }
+                    }
 #pragma unroll
                 for (int u = 0; u < U; ++u)
 #pragma unroll
                     for (int b = 0; b < KB; ++b) {
                         const TA xv = xs[(i + u * RS) * KB + b];
 #pragma unroll
-                        for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[v][b], av[u][v], xv);
+                        for (int p = 0; p < P; ++p)
+#pragma unroll
+                            for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[p][v][b], av[u][p][v], xv);
                     }
             }
             for (; i < n; i += RS) {
-                TA av[VEC];
-                fmv::Loader<VEC, true>::load(ai + (index_t)i * nm, av);
+                TA av[P][VEC];
+#pragma unroll
+                for (int p = 0; p < P; ++p) {
+                    if (in[p]) {
+                        fmv::Loader<VEC, true>::load(ai + (index_t)i * nm + j[p], av[p]);
+                    } else {
+#pragma unroll
+                        for (int v = 0; v < VEC; ++v) av[p][v] = fmv::czero<TA>();
+                    }
+                }
 #pragma unroll
                 for (int b = 0; b < KB; ++b) {
                     const TA xv = xs[i * KB + b];
 #pragma unroll
-                    for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[v][b], av[v], xv);
+                    for (int p = 0; p < P; ++p)
+#pragma unroll
+                        for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[p][v][b], av[p][v], xv);
                 }
             }
         }
@@ -213,25 +260,34 @@ __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, T
         // sum the row slices: slice s stores, slice 0 adds
         __syncthreads();
 #pragma unroll
-        for (int v = 0; v < VEC; ++v)
+        for (int p = 0; p < P; ++p)
 #pragma unroll
-            for (int b = 0; b < KB; ++b) red[((s * CT + c) * VEC + v) * KB + b] = acc[v][b];
+            for (int v = 0; v < VEC; ++v)
+#pragma unroll
+                for (int b = 0; b < KB; ++b) red[(((s * CT + c) * P + p) * VEC + v) * KB + b] = acc[p][v][b];
         __syncthreads();
         if (s == 0) {
             for (int q = 1; q < RS; ++q)
 #pragma unroll
-                for (int v = 0; v < VEC; ++v)
+                for (int p = 0; p < P; ++p)
 #pragma unroll
-                    for (int b = 0; b < KB; ++b) fmv::cadd(acc[v][b], red[((q * CT + c) * VEC + v) * KB + b]);
+                    for (int v = 0; v < VEC; ++v)
+#pragma unroll
+                        for (int b = 0; b < KB; ++b)
+                            fmv::cadd(acc[p][v][b], red[(((q * CT + c) * P + p) * VEC + v) * KB + b]);
         }
     }
-    if (active && s == 0) {
+    if (s == 0) {
 #pragma unroll
-        for (int v = 0; v < VEC; ++v) {
-            TA* y = Y + ((index_t)f * nm + j + v) * K + k0;
+        for (int p = 0; p < P; ++p) {
+            if (!in[p]) continue;
 #pragma unroll
-            for (int b = 0; b < KB; ++b)
-                if (b < kn) y[b] = acc[v][b];
+            for (int v = 0; v < VEC; ++v) {
+                TA* y = Y + ((index_t)f * nm + j[p] + v) * K + k0;
+#pragma unroll
+                for (int b = 0; b < KB; ++b)
+                    if (b < kn) y[b] = acc[p][v][b];
+            }
         }
     }
 }
@@ -311,17 +367,19 @@ FMV_FLAT(double2, double2, 8, 1)
 FMV_FLAT(float2, float2, 8, 2)
 FMV_FLAT(float2, double2, 8, 2)
 FMV_FLAT(double2, float2, 8, 1)
-#define FMV_ADJ(TA, TX, U, VEC, KB) \
-    template __global__ void sbgemv_adj<TA, TX, U, VEC, KB>(const TA*, const TX*, TA*, int, int, int, int, int, int, \
-                                                            int, int);
+#define FMV_ADJ(TA, TX, U, VEC, KB, P)                                                                          \
+    template __global__ void sbgemv_adj<TA, TX, U, VEC, KB, P>(const TA*, const TX*, TA*, int, int, int, int, int, \
+                                                               int, int, int);
 FMV_FWD(double2, double2, 4, 2, 1, 1)
 FMV_FWD(double2, float2, 4, 2, 1, 1)
 FMV_FWD(float2, float2, 4, 2, 2, 1)
 FMV_FWD(float2, double2, 4, 2, 2, 1)
 FMV_FWD(float2, float2, 1, 4, 1, 8)
 FMV_FWD(double2, double2, 2, 2, 1, 4)
-FMV_ADJ(double2, double2, 8, 1, 1)
-FMV_ADJ(float2, double2, 8, 2, 1)
-FMV_ADJ(float2, float2, 4, 1, 8)
-FMV_ADJ(double2, float2, 4, 1, 4)
+FMV_ADJ(double2, double2, 8, 1, 1, 1)
+FMV_ADJ(double2, double2, 4, 1, 1, 2)
+FMV_ADJ(float2, double2, 8, 2, 1, 1)
+FMV_ADJ(float2, float2, 4, 2, 1, 2)
+FMV_ADJ(float2, float2, 4, 1, 8, 1)
+FMV_ADJ(double2, float2, 4, 1, 4, 1)
 #endif

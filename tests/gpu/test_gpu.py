@@ -55,6 +55,21 @@ def native_gpu():
 
 
 @pytest.fixture(scope="module")
+def wide_gpu():
+    """``native_gpu`` whose forward row groups span up to a block's eight warps
+    and whose blocked adjoint kernel gives each thread two runs of columns."""
+    be = GPUBackend()
+    be.blas_min_k = {key: 10**6 for key in be.blas_min_k}
+    be.gemm_min_k = {key: 10**6 for key in be.gemm_min_k}
+    be.adj_tensor = {key: None for key in be.adj_tensor}
+    be.adj_flat = False
+    be.fwd_splits = 3
+    be.fwd_lanes = 256
+    be.adj_runs = 2
+    return be
+
+
+@pytest.fixture(scope="module")
 def gemm_gpu():
     """A GPU backend whose forward products with several right-hand sides all
     take ``sbgemm_fwd`` (never cuBLAS)."""
@@ -410,11 +425,12 @@ NM_TAILS = list(range(1, 34)) + [64, 257, 1025]
 @pytest.mark.parametrize(
     "ta,tx", [(np.complex128, np.complex128), (np.complex64, np.complex64), (np.complex64, np.complex128),
               (np.complex128, np.complex64)], ids=["zz", "cc", "cz", "zc"])
-@pytest.mark.parametrize("which", ["default", "native"])
-def test_sbgemv_kernel_tails(gpu, native_gpu, rng, ta, tx, adjoint, which):
-    """Odd sizes through the native kernels (both kernel families), against einsum in float64."""
+@pytest.mark.parametrize("which", ["default", "native", "wide"])
+def test_sbgemv_kernel_tails(gpu, native_gpu, wide_gpu, rng, ta, tx, adjoint, which):
+    """Odd sizes through the native kernels (both kernel families, forward row
+    groups of one warp and of several), against einsum in float64."""
     tol = 5e-14 if ta == np.complex128 else 2e-6
-    be = gpu if which == "default" else native_gpu
+    be = {"default": gpu, "native": native_gpu, "wide": wide_gpu}[which]
     for nm in NM_TAILS:
         for nd in (1, 3, 5) if nm < 40 else (2, 7):
             for K in (1, 3, 6, 9) if nm in (1, 7, 32, 33, 257) else (1,):
@@ -429,6 +445,30 @@ def test_sbgemv_kernel_tails(gpu, native_gpu, rng, ta, tx, adjoint, which):
                 got = out.get()
                 assert np.all(np.isfinite(got)), (nm, nd, K)
                 assert rel_err(got, ref) < tol * np.sqrt(nm if not adjoint else nd), (nm, nd, K)
+    if which == "wide" and not adjoint:  # groups of several warps (the tail's G) were taken
+        assert max(int(cfg[4][4]) for key, cfg in be._launch.items() if key[0] == "fwd") > 32
+
+
+@pytest.mark.parametrize("ta", [np.complex64, np.complex128], ids=["c", "z"])
+def test_sbgemv_fwd_launch_for_large_fhat(gpu, rng, ta):
+    """From 1 GiB of Fhat with one right-hand side the forward kernel runs in
+    groups of four warps with one load in flight per row (four rows a group in
+    complex64, two in complex128): chosen there, and right on small odd shapes
+    launched the same way, against einsum in float64."""
+    ta = np.dtype(ta)
+    R = 2 if ta == np.complex128 else 4
+    nf_large = (1 << 30) // (100 * 5000 * ta.itemsize) + 1
+    fn, grid, block, smem, tail, S = gpu._fwd_config(nf_large, 100, 5000, 1, ta, ta)
+    assert (int(tail[4]), S, grid[0]) == (128, 1, -(-nf_large * (100 // R) // 2))
+    for nf, nd, nm in ((3, 7, 1001), (2, 5, 4098), (1, 3, 129), (2, 1, 2)):
+        A = (rng.standard_normal((nf, nd, nm)) + 1j * rng.standard_normal((nf, nd, nm))).astype(ta)
+        x = (rng.standard_normal((nf, nm, 1)) + 1j * rng.standard_normal((nf, nm, 1))).astype(ta)
+        y = cupy.full((nf, nd, 1), np.nan, dtype=ta)
+        fn, grid, block, smem, tail, S = gpu._fwd_config(nf, nd, nm, 1, ta, ta, R=R, U=1, lanes=128, S=1)
+        fn(grid, block, (cupy.asarray(A), cupy.asarray(x), y) + tail, shared_mem=smem)
+        ref = A.astype(np.complex128) @ x.astype(np.complex128)
+        tol = 5e-14 if ta == np.complex128 else 2e-6
+        assert rel_err(y.get(), ref) < tol * np.sqrt(nm), (nf, nd, nm)
 
 
 def gemm_kernels_taken(be) -> set:
@@ -552,10 +592,10 @@ def test_sbgemm_adj_tc(gpu, rng, ta, tx):
 
 @pytest.mark.parametrize("ta", [np.complex64, np.complex128], ids=["c", "z"])
 @pytest.mark.parametrize("adjoint", [False, True], ids=["fwd", "adj"])
-@pytest.mark.parametrize("which", ["default", "native"])
-def test_sbgemv_large_and_blas(gpu, native_gpu, rng, ta, adjoint, which):
+@pytest.mark.parametrize("which", ["default", "native", "wide"])
+def test_sbgemv_large_and_blas(gpu, native_gpu, wide_gpu, rng, ta, adjoint, which):
     """Shapes with several blocks per frequency, many RHS (cuBLAS path) and tall matrices."""
-    be = gpu if which == "default" else native_gpu
+    be = {"default": gpu, "native": native_gpu, "wide": wide_gpu}[which]
     for nf, nd, nm, K in ((4, 100, 5000, 1), (3, 300, 20, 1), (2, 2000, 3, 1), (3, 9, 700, 2), (2, 30, 500, 12),
                           (40, 50, 1000, 1)):
         A = (rng.standard_normal((nf, nd, nm)) + 1j * rng.standard_normal((nf, nd, nm))).astype(ta)

@@ -359,7 +359,10 @@ class GPUBackend(Backend):
         self.adj_tensor_min_k = {c64: 9, c128: 5}
         self.real_gemm = {np.dtype(np.complex64): False, np.dtype(np.complex128): False}
         self.fwd_splits: int | None = None  # column splits of the forward kernel (None: automatic)
+        # threads that share a row group of the forward kernel (None: automatic)
+        self.fwd_lanes: int | None = None
         self.adj_flat = True  # balanced adjoint kernel for one right-hand side
+        self.adj_runs: int | None = None  # column runs per thread of the blocked adjoint kernel (None: automatic)
         self.graph_max_bytes = int(os.environ.get("FFTMATVEC_GRAPH_MAX_BYTES", 1 << 62))
         self.max_graphs = 4
         # "fused": native/fft.cu where the length allows it, else cuFFT in the "auto"/"sc" layouts;
@@ -975,7 +978,7 @@ class GPUBackend(Backend):
         lda = self._row_stride(Fhat, adjoint)
         aligned = (Fhat.data.ptr | x_hat.data.ptr | out.data.ptr) % 16 == 0  # 16-byte vector loads allowed
         key = ("adj" if adjoint else "fwd", nf, nd, nm, K, ta, x_hat.dtype, aligned, col0, col1, part is None, lda,
-               self.fwd_splits, self.adj_flat)
+               self.fwd_splits, self.fwd_lanes, self.adj_flat, self.adj_runs)
         cfg = self._launch.get(key)
         if cfg is None:
             extra = {} if adjoint else {"lda": lda}
@@ -1004,7 +1007,7 @@ class GPUBackend(Backend):
         return max(1, min(32, 2048 // threads, 65536 // (regs * threads), by_smem))
 
     def _fwd_config(self, nf, nd, nm, K, ta, tx, R=None, U=None, VEC=None, KB=None, S=None, col0=0, col1=None,
-                    lda=None):
+                    lda=None, lanes=None):
         c128 = ta == np.complex128
         KB = KB or self._kb(K)
         if KB > 8 and c128:
@@ -1012,18 +1015,25 @@ class GPUBackend(Backend):
         col1 = nm if col1 is None else col1
         if VEC is None:
             VEC = 2 if (not c128 and nm % 2 == 0 and col0 % 2 == 0 and KB <= 2) else 1
-        if R is None:
-            R = (2 if c128 else 1) if KB == 1 else {2: 4, 4: 2, 8: 2 if not c128 else 1, 16: 2}[KB]
-            R = min(R, _pow2_at_least(nd)) if nd < R else R
         ncol = col1 - col0
-        if U is None:
+        if KB == 1 and nf * nd * ncol * ta.itemsize >= (1 << 30):
+            # one right-hand side and 1 GiB of Fhat or more: groups of four warps, one load in flight per row and
+            # lane, four rows a group in complex64 (x loaded once per four rows): 888 against 910 us (complex64)
+            # and 1795 against 1840 us (complex128) at the big size, both at 0.94-0.95x the floor
+            # (benchmarks/results/h200-probe-fwdrows-stop24.jsonl)
+            auto = (2 if c128 else 4), 1, 128
+        else:
             # complex64 below 1 GiB of Fhat: two loads in flight per lane, not four (middle size: 48.9 us against
             # 52.1 us; big size: 943 against 931 us, benchmarks/results/h200-probe-fused-io.jsonl)
-            small64 = not c128 and nf * nd * ncol * ta.itemsize < (1 << 30)
-            U = ((2 if small64 else 4) if KB == 1 else (2 if KB <= 8 else 1))
-        G = min(32, _pow2_at_least(max(1, -(-ncol // (VEC * U)))))
-        fn = kernels.kernel("sbgemv.cu", "sbgemv_fwd", ta, tx, R, U, VEC, KB)
+            auto = ((2 if c128 else 1) if KB == 1 else {2: 4, 4: 2, 8: 2 if not c128 else 1, 16: 2}[KB],
+                    (4 if c128 else 2) if KB == 1 else (2 if KB <= 8 else 1), 32)
+        if R is None:
+            R = auto[0] if nd >= auto[0] else min(auto[0], _pow2_at_least(nd))
+        U = U or auto[1]
         threads = 256
+        G = min(threads, _pow2_at_least(lanes or self.fwd_lanes or auto[2]),
+                _pow2_at_least(max(1, -(-ncol // (VEC * U)))))
+        fn = kernels.kernel("sbgemv.cu", "sbgemv_fwd", ta, tx, R, U, VEC, KB)
         rowgroups = nf * (-(-nd // R))
         S = S or self.fwd_splits
         if S is None:  # split the columns while there are under two warps per warp slot (large Fhat only);
@@ -1038,14 +1048,14 @@ class GPUBackend(Backend):
         cw = -(-ncol // S)
         cw += cw % VEC
         groups = rowgroups * S
-        groups_per_block = threads // 32 * (32 // G)
-        grid = (-(-groups // groups_per_block), -(-K // KB))
+        grid = (-(-groups // (threads // G)), -(-K // KB))
+        smem = threads // 32 * R * KB * ta.itemsize if G > 32 else 0
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(G), np.int32(S), np.int32(cw),
                 np.int32(col0), np.int32(col1), np.int32(nd if lda is None else lda))
-        return fn, grid, (threads,), 0, tail, S
+        return fn, grid, (threads,), smem, tail, S
 
     def _adj_config(self, nf, nd, nm, K, ta, tx, U=None, VEC=None, KB=None, CT=None, flat=None, T=256,
-                    col0=0, col1=None, S=None):
+                    col0=0, col1=None, S=None, runs=None):
         c128 = ta == np.complex128
         col1 = nm if col1 is None else col1
         ncol = col1 - col0
@@ -1070,18 +1080,19 @@ class GPUBackend(Backend):
             return fn, (P,), (T,), 0, tail, 1
         if U is None:
             U = 8 if KB == 1 else (4 if KB <= 4 else 2)
+        runs = runs or self.adj_runs or 1
         cols = -(-ncol // VEC)
         CT = CT or min(128, 32 * -(-cols // 32))
-        tiles = -(-cols // CT)
+        tiles = -(-cols // (CT * runs))
         RS = 1
         target = 2 * self.sm_count * 2048
         isz = ta.itemsize
         CH = int(max(1, min(nd, 16384 // (KB * isz))))
         while (RS < 16 and CT * RS < 1024 and nf * tiles * CT * RS < target and nd >= 16 * RS
-               and (CH * KB + CT * 2 * RS * VEC * KB) * isz <= 40960):
+               and (CH * KB + CT * 2 * RS * runs * VEC * KB) * isz <= 40960):
             RS *= 2
-        smem = (CH * KB + (CT * RS * VEC * KB if RS > 1 else 0)) * isz
-        fn = kernels.kernel("sbgemv.cu", "sbgemv_adj", ta, tx, U, VEC, KB)
+        smem = (CH * KB + (CT * RS * runs * VEC * KB if RS > 1 else 0)) * isz
+        fn = kernels.kernel("sbgemv.cu", "sbgemv_adj", ta, tx, U, VEC, KB, runs)
         grid = (nf * tiles, -(-K // KB))
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(RS), np.int32(CH), np.int32(col0),
                 np.int32(col1))
