@@ -178,8 +178,6 @@ def main(argv=None) -> int:
                 if tx == ta:
                     variants += [dict(U=4), dict(U=16), dict(T=128), dict(T=512), dict(flat=False, U=4),
                                  dict(flat=False, U=8)]
-                # X read from shared memory once per two or four runs of columns
-                variants += [dict(flat=False, U=u, runs=r) for r in (2, 4) for u in (2, 4, 8)]
                 for v in variants:
                     fn, grid, block, smem, tail, S = be._adj_config(Nf, Nd, Nm, 1, ta, tx, **v)
                     t = timeit(lambda: fn(grid, block, (A, d, m) + tail, shared_mem=smem))
@@ -295,48 +293,35 @@ def main(argv=None) -> int:
                         emit(what="sbgemv_adj", size=size, ta=str(ta), tx=str(tx), variant=v, device_s=t * 1e-6,
                              floor_ratio=t * 1e-6 / floor)
 
-    def alternated(adjoint, variants):
-        """One-right-hand-side product kernels, forward or adjoint, each variant
-        (launch parameters of ``_fwd_config`` / ``_adj_config``) timed back to back
-        in rounds that alternate the variants (medians; x the floor), at the
-        middle and big sizes, for both storage precisions with an input vector
-        in each."""
-        config = be._adj_config if adjoint else be._fwd_config
+    def part_fwd_rows():
+        """The forward kernel with one right-hand side: rows per group R, loads in
+        flight U and threads per group (``lanes``: a warp, or several sharing
+        the rows' columns), each variant timed back to back in rounds that
+        alternate the variants (medians; x the floor), at the middle and big
+        sizes, for both storage precisions with an input vector in each."""
+        variants = [dict(S=1, **v) for v in (
+            dict(), dict(R=1, U=2, lanes=32), dict(R=1, U=4, lanes=32), dict(R=2, U=2, lanes=32),
+            dict(R=2, U=4, lanes=32), dict(R=4, U=1, lanes=32), dict(R=4, U=1, lanes=128),
+            dict(R=2, U=1, lanes=128), dict(R=4, U=1, lanes=256), dict(R=2, U=1, lanes=256))]
         for size, nf, nd, nm in (("mid", 501, 50, 1000), ("big", Nf, Nd, Nm)):
             rounds, n = (5, 40) if size == "mid" else (7, 20)
             for ta in (C64, C128):
                 A = rand_c((nf, nd, nm), ta)
                 floor = A.nbytes / bw
                 for tx in (C64, C128):
-                    x = rand_c((nf, nd if adjoint else nm, 1), tx)
-                    y = cp.empty((nf, nm if adjoint else nd, 1), ta)
+                    x = rand_c((nf, nm, 1), tx)
+                    y = cp.empty((nf, nd, 1), ta)
                     times = {i: [] for i in range(len(variants))}
                     for _ in range(rounds):
                         for i, v in enumerate(variants):
-                            fn, grid, block, smem, tail, S = config(nf, nd, nm, 1, ta, tx, **v)
+                            fn, grid, block, smem, tail, S = be._fwd_config(nf, nd, nm, 1, ta, tx, **v)
                             times[i].append(loop_time(lambda: fn(grid, block, (A, x, y) + tail, shared_mem=smem),
                                                       n=n))
                     for i, v in enumerate(variants):
                         t = float(np.median(times[i]))
-                        emit(what="adj_runs" if adjoint else "fwd_rows", size=size, ta=str(ta), tx=str(tx),
-                             variant=v, us=round(t * 1e6, 2), spread_us=round((max(times[i]) - min(times[i])) * 1e6, 2),
-                             floor_ratio=round(t / floor, 4))
+                        emit(what="fwd_rows", size=size, ta=str(ta), tx=str(tx), variant=v, us=round(t * 1e6, 2),
+                             spread_us=round((max(times[i]) - min(times[i])) * 1e6, 2), floor_ratio=round(t / floor, 4))
                 A = None
-
-    def part_fwd_rows():
-        """The forward kernel: rows per group R, loads in flight U and threads per
-        group (``lanes``: a warp, or several sharing the rows' columns)."""
-        alternated(False, [dict(S=1, **v) for v in (
-            dict(), dict(R=1, U=2, lanes=32), dict(R=1, U=4, lanes=32), dict(R=2, U=2, lanes=32),
-            dict(R=2, U=4, lanes=32), dict(R=4, U=1, lanes=32), dict(R=4, U=1, lanes=128),
-            dict(R=2, U=1, lanes=128), dict(R=4, U=1, lanes=256), dict(R=2, U=1, lanes=256))])
-
-    def part_adj_runs():
-        """The adjoint kernels: the balanced one (the default below 512 MB of
-        ``Fhat``), the blocked one with U rows in flight and each thread's runs of
-        columns (X read from shared memory once for all of them)."""
-        alternated(True, [dict(), dict(flat=True)] + [dict(flat=False, U=u, runs=r) for r, u in (
-            (1, 8), (1, 16), (2, 2), (2, 4), (2, 8), (4, 2), (4, 4))])
 
     def part_kgemm():
         """Per-frequency products with K right-hand sides at the big size: the
@@ -1312,7 +1297,6 @@ def main(argv=None) -> int:
                      ("fftradix", part_fft_radices), ("variants", part_variants), ("engine", part_engine),
                      ("kgemm", part_kgemm), ("waves", part_waves), ("gemmvar", part_gemm_variants),
                      ("adjvar", part_adj_variants), ("fwdrows", part_fwd_rows),
-                     ("adjruns", part_adj_runs),
                      ("k16", part_k16), ("overlap", part_overlap), ("kernels", part_kernels),
                      ("kernelsk", part_kernels_nrhs), ("host", part_host), ("chunks", part_chunks),
                      ("hostparts", part_host_parts), ("wait", part_wait), ("l2", part_l2), ("pdl", part_pdl),

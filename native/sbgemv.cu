@@ -154,50 +154,42 @@ __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, T
 }
 
 // ---------------------------------------------------------------------------
-// Adjoint.  Each thread owns P runs of VEC consecutive columns j of one
-// frequency, CT * VEC columns apart, and loops over the rows i, so that a warp
-// reads 32 * 16 contiguous bytes of a row per load and each X[f, i] read from
-// shared memory serves P * VEC columns.  The block is CT column threads x RS row
-// slices (blockDim.x = CT * RS); slices split the rows and are summed through
-// shared memory at the end (RS > 1 for tall-narrow matrices).  X[f, i, k0:k0+KB]
-// is staged in shared memory CH rows at a time (cast to TA there).
+// Adjoint.  Each thread owns VEC consecutive columns j of one frequency and
+// loops over the rows i, so that a warp reads 32 * 16 contiguous bytes of a
+// row per load.  The block is CT column threads x RS row slices
+// (blockDim.x = CT * RS); slices split the rows and are summed through shared
+// memory at the end (RS > 1 for tall-narrow matrices).  X[f, i, k0:k0+KB] is
+// staged in shared memory CH rows at a time (cast to TA there).
 // Only columns [col0, col1) are computed (col0 % VEC == 0).
-// Launch: gridDim.x = nf * ceil((col1 - col0) / (P * CT * VEC)), gridDim.y = ceil(K / KB),
-// dynamic shared memory = (CH * KB + (RS > 1 ? CT * RS * P * VEC * KB : 0)) * sizeof(TA).
+// Launch: gridDim.x = nf * ceil((col1 - col0) / (CT * VEC)), gridDim.y = ceil(K / KB),
+// dynamic shared memory = (CH * KB + (RS > 1 ? CT * RS * VEC * KB : 0)) * sizeof(TA).
 // ---------------------------------------------------------------------------
-template <typename TA, typename TX, int U, int VEC, int KB, int P>
+template <typename TA, typename TX, int U, int VEC, int KB>
 __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y,
                            int nf, int nd, int nm, int K, int RS, int CH, int col0, int col1) {
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     TA* xs = reinterpret_cast<TA*>(fmv_smem);  // [CH][KB]
-    TA* red = xs + CH * KB;                   // [RS][CT][P][VEC][KB]
+    TA* red = xs + CH * KB;                   // [RS][CT][VEC][KB]
 
     const int CT = blockDim.x / RS;
     const int tid = threadIdx.x;
     const int c = tid % CT;
     const int s = tid / CT;
-    const int tiles = (col1 - col0 + P * CT * VEC - 1) / (P * CT * VEC);
+    const int tiles = (col1 - col0 + CT * VEC - 1) / (CT * VEC);
     const int f = blockIdx.x / tiles;
     const int tile = blockIdx.x % tiles;
-    int j[P];
-    bool in[P];
-#pragma unroll
-    for (int p = 0; p < P; ++p) {
-        j[p] = col0 + ((tile * P + p) * CT + c) * VEC;
-        in[p] = j[p] < col1;
-    }
+    const int j = col0 + (tile * CT + c) * VEC;
+    const bool active = j < col1;
     const int k0 = blockIdx.y * KB;
     const int kn = fmv::min_(KB, K - k0);
 
-    TA acc[P][VEC][KB];
+    TA acc[VEC][KB];
 #pragma unroll
-    for (int p = 0; p < P; ++p)
+    for (int v = 0; v < VEC; ++v)
 #pragma unroll
-        for (int v = 0; v < VEC; ++v)
-#pragma unroll
-            for (int b = 0; b < KB; ++b) acc[p][v][b] = fmv::czero<TA>();
+        for (int b = 0; b < KB; ++b) acc[v][b] = fmv::czero<TA>();
 
-    const TA* a = A + (index_t)f * nd * nm;
+    const TA* a = A + (index_t)f * nd * nm + (active ? j : 0);
     const TX* x = X + (index_t)f * nd * K + k0;
     for (int ib = 0; ib < nd; ib += CH) {
         const int n = fmv::min_(CH, nd - ib);
@@ -207,51 +199,30 @@ __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, T
             xs[t] = (b < kn) ? fmv::cload<TA>(x + (index_t)(ib + i) * K + b) : fmv::czero<TA>();
         }
         __syncthreads();
-        if (in[0]) {
+        if (active) {
             const TA* ai = a + (index_t)ib * nm;
             int i = s;
             for (; i + (U - 1) * RS < n; i += U * RS) {
-                TA av[U][P][VEC];
+                TA av[U][VEC];
 #pragma unroll
-                for (int u = 0; u < U; ++u)
-#pragma unroll
-                    for (int p = 0; p < P; ++p) {
-                        if (in[p]) {
-                            fmv::Loader<VEC, true>::load(ai + (index_t)(i + u * RS) * nm + j[p], av[u][p]);
-                        } else {
-#pragma unroll
-                            for (int v = 0; v < VEC; ++v) av[u][p][v] = fmv::czero<TA>();
-                        }
-                    }
+                for (int u = 0; u < U; ++u) fmv::Loader<VEC, true>::load(ai + (index_t)(i + u * RS) * nm, av[u]);
 #pragma unroll
                 for (int u = 0; u < U; ++u)
 #pragma unroll
                     for (int b = 0; b < KB; ++b) {
                         const TA xv = xs[(i + u * RS) * KB + b];
 #pragma unroll
-                        for (int p = 0; p < P; ++p)
-#pragma unroll
-                            for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[p][v][b], av[u][p][v], xv);
+                        for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[v][b], av[u][v], xv);
                     }
             }
             for (; i < n; i += RS) {
-                TA av[P][VEC];
-#pragma unroll
-                for (int p = 0; p < P; ++p) {
-                    if (in[p]) {
-                        fmv::Loader<VEC, true>::load(ai + (index_t)i * nm + j[p], av[p]);
-                    } else {
-#pragma unroll
-                        for (int v = 0; v < VEC; ++v) av[p][v] = fmv::czero<TA>();
-                    }
-                }
+                TA av[VEC];
+                fmv::Loader<VEC, true>::load(ai + (index_t)i * nm, av);
 #pragma unroll
                 for (int b = 0; b < KB; ++b) {
                     const TA xv = xs[i * KB + b];
 #pragma unroll
-                    for (int p = 0; p < P; ++p)
-#pragma unroll
-                        for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[p][v][b], av[p][v], xv);
+                    for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[v][b], av[v], xv);
                 }
             }
         }
@@ -260,34 +231,25 @@ __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, T
         // sum the row slices: slice s stores, slice 0 adds
         __syncthreads();
 #pragma unroll
-        for (int p = 0; p < P; ++p)
+        for (int v = 0; v < VEC; ++v)
 #pragma unroll
-            for (int v = 0; v < VEC; ++v)
-#pragma unroll
-                for (int b = 0; b < KB; ++b) red[(((s * CT + c) * P + p) * VEC + v) * KB + b] = acc[p][v][b];
+            for (int b = 0; b < KB; ++b) red[((s * CT + c) * VEC + v) * KB + b] = acc[v][b];
         __syncthreads();
         if (s == 0) {
             for (int q = 1; q < RS; ++q)
 #pragma unroll
-                for (int p = 0; p < P; ++p)
+                for (int v = 0; v < VEC; ++v)
 #pragma unroll
-                    for (int v = 0; v < VEC; ++v)
-#pragma unroll
-                        for (int b = 0; b < KB; ++b)
-                            fmv::cadd(acc[p][v][b], red[(((q * CT + c) * P + p) * VEC + v) * KB + b]);
+                    for (int b = 0; b < KB; ++b) fmv::cadd(acc[v][b], red[((q * CT + c) * VEC + v) * KB + b]);
         }
     }
-    if (s == 0) {
+    if (active && s == 0) {
 #pragma unroll
-        for (int p = 0; p < P; ++p) {
-            if (!in[p]) continue;
+        for (int v = 0; v < VEC; ++v) {
+            TA* y = Y + ((index_t)f * nm + j + v) * K + k0;
 #pragma unroll
-            for (int v = 0; v < VEC; ++v) {
-                TA* y = Y + ((index_t)f * nm + j[p] + v) * K + k0;
-#pragma unroll
-                for (int b = 0; b < KB; ++b)
-                    if (b < kn) y[b] = acc[p][v][b];
-            }
+            for (int b = 0; b < KB; ++b)
+                if (b < kn) y[b] = acc[v][b];
         }
     }
 }
@@ -367,19 +329,17 @@ FMV_FLAT(double2, double2, 8, 1)
 FMV_FLAT(float2, float2, 8, 2)
 FMV_FLAT(float2, double2, 8, 2)
 FMV_FLAT(double2, float2, 8, 1)
-#define FMV_ADJ(TA, TX, U, VEC, KB, P)                                                                          \
-    template __global__ void sbgemv_adj<TA, TX, U, VEC, KB, P>(const TA*, const TX*, TA*, int, int, int, int, int, \
-                                                               int, int, int);
+#define FMV_ADJ(TA, TX, U, VEC, KB) \
+    template __global__ void sbgemv_adj<TA, TX, U, VEC, KB>(const TA*, const TX*, TA*, int, int, int, int, int, int, \
+                                                            int, int);
 FMV_FWD(double2, double2, 4, 2, 1, 1)
 FMV_FWD(double2, float2, 4, 2, 1, 1)
 FMV_FWD(float2, float2, 4, 2, 2, 1)
 FMV_FWD(float2, double2, 4, 2, 2, 1)
 FMV_FWD(float2, float2, 1, 4, 1, 8)
 FMV_FWD(double2, double2, 2, 2, 1, 4)
-FMV_ADJ(double2, double2, 8, 1, 1, 1)
-FMV_ADJ(double2, double2, 4, 1, 1, 2)
-FMV_ADJ(float2, double2, 8, 2, 1, 1)
-FMV_ADJ(float2, float2, 4, 2, 1, 2)
-FMV_ADJ(float2, float2, 4, 1, 8, 1)
-FMV_ADJ(double2, float2, 4, 1, 4, 1)
+FMV_ADJ(double2, double2, 8, 1, 1)
+FMV_ADJ(float2, double2, 8, 2, 1)
+FMV_ADJ(float2, float2, 4, 1, 8)
+FMV_ADJ(double2, float2, 4, 1, 4)
 #endif

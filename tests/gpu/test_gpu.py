@@ -56,8 +56,7 @@ def native_gpu():
 
 @pytest.fixture(scope="module")
 def wide_gpu():
-    """``native_gpu`` whose forward row groups span up to a block's eight warps
-    and whose blocked adjoint kernel gives each thread two runs of columns."""
+    """``native_gpu`` whose forward row groups span up to a block's eight warps."""
     be = GPUBackend()
     be.blas_min_k = {key: 10**6 for key in be.blas_min_k}
     be.gemm_min_k = {key: 10**6 for key in be.gemm_min_k}
@@ -65,7 +64,6 @@ def wide_gpu():
     be.adj_flat = False
     be.fwd_splits = 3
     be.fwd_lanes = 256
-    be.adj_runs = 2
     return be
 
 

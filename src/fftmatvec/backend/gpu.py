@@ -362,7 +362,6 @@ class GPUBackend(Backend):
         # threads that share a row group of the forward kernel (None: automatic)
         self.fwd_lanes: int | None = None
         self.adj_flat = True  # balanced adjoint kernel for one right-hand side
-        self.adj_runs: int | None = None  # column runs per thread of the blocked adjoint kernel (None: automatic)
         self.graph_max_bytes = int(os.environ.get("FFTMATVEC_GRAPH_MAX_BYTES", 1 << 62))
         self.max_graphs = 4
         # "fused": native/fft.cu where the length allows it, else cuFFT in the "auto"/"sc" layouts;
@@ -978,7 +977,7 @@ class GPUBackend(Backend):
         lda = self._row_stride(Fhat, adjoint)
         aligned = (Fhat.data.ptr | x_hat.data.ptr | out.data.ptr) % 16 == 0  # 16-byte vector loads allowed
         key = ("adj" if adjoint else "fwd", nf, nd, nm, K, ta, x_hat.dtype, aligned, col0, col1, part is None, lda,
-               self.fwd_splits, self.fwd_lanes, self.adj_flat, self.adj_runs)
+               self.fwd_splits, self.fwd_lanes, self.adj_flat)
         cfg = self._launch.get(key)
         if cfg is None:
             extra = {} if adjoint else {"lda": lda}
@@ -1055,7 +1054,7 @@ class GPUBackend(Backend):
         return fn, grid, (threads,), smem, tail, S
 
     def _adj_config(self, nf, nd, nm, K, ta, tx, U=None, VEC=None, KB=None, CT=None, flat=None, T=256,
-                    col0=0, col1=None, S=None, runs=None):
+                    col0=0, col1=None, S=None):
         c128 = ta == np.complex128
         col1 = nm if col1 is None else col1
         ncol = col1 - col0
@@ -1080,19 +1079,18 @@ class GPUBackend(Backend):
             return fn, (P,), (T,), 0, tail, 1
         if U is None:
             U = 8 if KB == 1 else (4 if KB <= 4 else 2)
-        runs = runs or self.adj_runs or 1
         cols = -(-ncol // VEC)
         CT = CT or min(128, 32 * -(-cols // 32))
-        tiles = -(-cols // (CT * runs))
+        tiles = -(-cols // CT)
         RS = 1
         target = 2 * self.sm_count * 2048
         isz = ta.itemsize
         CH = int(max(1, min(nd, 16384 // (KB * isz))))
         while (RS < 16 and CT * RS < 1024 and nf * tiles * CT * RS < target and nd >= 16 * RS
-               and (CH * KB + CT * 2 * RS * runs * VEC * KB) * isz <= 40960):
+               and (CH * KB + CT * 2 * RS * VEC * KB) * isz <= 40960):
             RS *= 2
-        smem = (CH * KB + (CT * RS * runs * VEC * KB if RS > 1 else 0)) * isz
-        fn = kernels.kernel("sbgemv.cu", "sbgemv_adj", ta, tx, U, VEC, KB, runs)
+        smem = (CH * KB + (CT * RS * VEC * KB if RS > 1 else 0)) * isz
+        fn = kernels.kernel("sbgemv.cu", "sbgemv_adj", ta, tx, U, VEC, KB)
         grid = (nf * tiles, -(-K // KB))
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(RS), np.int32(CH), np.int32(col0),
                 np.int32(col1))
