@@ -201,27 +201,29 @@ __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, T
         __syncthreads();
         if (active) {
             const TA* ai = a + (index_t)ib * nm;
-            // U rows in flight, the last step's loads predicated (zero beyond n), so that the
-            // remaining rows are loaded together, not one after another
-            for (int i = s; i < n; i += U * RS) {
+            int i = s;
+            for (; i + (U - 1) * RS < n; i += U * RS) {
                 TA av[U][VEC];
 #pragma unroll
-                for (int u = 0; u < U; ++u) {
-                    if (i + u * RS < n) {
-                        fmv::Loader<VEC, true>::load(ai + (index_t)(i + u * RS) * nm, av[u]);
-                    } else {
-#pragma unroll
-                        for (int v = 0; v < VEC; ++v) av[u][v] = fmv::czero<TA>();
-                    }
-                }
+                for (int u = 0; u < U; ++u) fmv::Loader<VEC, true>::load(ai + (index_t)(i + u * RS) * nm, av[u]);
 #pragma unroll
                 for (int u = 0; u < U; ++u)
 #pragma unroll
                     for (int b = 0; b < KB; ++b) {
-                        const TA xv = xs[fmv::min_(i + u * RS, n - 1) * KB + b];  // clamped: av is zero beyond n
+                        const TA xv = xs[(i + u * RS) * KB + b];
 #pragma unroll
                         for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[v][b], av[u][v], xv);
                     }
+            }
+            for (; i < n; i += RS) {
+                TA av[VEC];
+                fmv::Loader<VEC, true>::load(ai + (index_t)i * nm, av);
+#pragma unroll
+                for (int b = 0; b < KB; ++b) {
+                    const TA xv = xs[i * KB + b];
+#pragma unroll
+                    for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[v][b], av[v], xv);
+                }
             }
         }
     }
@@ -287,23 +289,24 @@ __global__ void sbgemv_adj_flat(const TA* __restrict__ A, const TX* __restrict__
         TA acc[VEC];
 #pragma unroll
         for (int v = 0; v < VEC; ++v) acc[v] = fmv::czero<TA>();
-        for (int i = 0; i < nd; i += U) {  // the last step's loads predicated, as in sbgemv_adj
+        int i = 0;
+        for (; i + U <= nd; i += U) {
             TA av[U][VEC];
 #pragma unroll
-            for (int q = 0; q < U; ++q) {
-                if (i + q < nd) {
-                    fmv::Loader<VEC, true>::load(a + (index_t)(i + q) * nm, av[q]);
-                } else {
-#pragma unroll
-                    for (int v = 0; v < VEC; ++v) av[q][v] = fmv::czero<TA>();
-                }
-            }
+            for (int q = 0; q < U; ++q) fmv::Loader<VEC, true>::load(a + (index_t)(i + q) * nm, av[q]);
 #pragma unroll
             for (int q = 0; q < U; ++q) {
-                const TA xv = fmv::cload<TA>(x + fmv::min_(i + q, nd - 1));
+                const TA xv = fmv::cload<TA>(x + i + q);
 #pragma unroll
                 for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[v], av[q][v], xv);
             }
+        }
+        for (; i < nd; ++i) {
+            TA av[VEC];
+            fmv::Loader<VEC, true>::load(a + (index_t)i * nm, av);
+            const TA xv = fmv::cload<TA>(x + i);
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[v], av[v], xv);
         }
         TA* y = Y + (index_t)f * nm + j;
 #pragma unroll
