@@ -15,8 +15,10 @@ responses), so that the big size costs seconds, not minutes.  Times
   one at whole and part-filled waves of blocks (``waves``),
 * the transforms run beside the product on another stream (``overlap``),
 * how much of a stream the L2 serves from the previous one (``l2``),
-* how fast a kernel that only reads streams a big buffer (``read``), and
-  what programmatic dependent launch saves on a stand-in for a
+* how fast a kernel that only reads streams a big buffer, whole or in the
+  product kernels' access patterns (``read``),
+* the forward kernel's launch variants in alternated rounds (``fwdrows``),
+* what programmatic dependent launch saves on a stand-in for a
   middle-size product's three kernels (``pdl``),
 * the device time of every kernel of the replayed product (PyTorch's
   profiler, which records all kernels of the process through CUPTI), and
