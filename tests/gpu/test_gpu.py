@@ -41,30 +41,29 @@ def eager_gpu():
     return be
 
 
-@pytest.fixture(scope="module")
-def native_gpu():
+def one_column_backend(fwd_lanes=None) -> GPUBackend:
     """A GPU backend that takes the one-column native kernels for every K, the
-    blocked adjoint kernel for one right-hand side too, and splits forward rows."""
+    blocked adjoint kernel for one right-hand side too, and splits forward rows;
+    ``fwd_lanes`` threads at most share a forward row group."""
     be = GPUBackend()
     be.blas_min_k = {key: 10**6 for key in be.blas_min_k}
     be.gemm_min_k = {key: 10**6 for key in be.gemm_min_k}
     be.adj_tensor = {key: None for key in be.adj_tensor}
     be.adj_flat = False
     be.fwd_splits = 3
+    be.fwd_lanes = fwd_lanes
     return be
+
+
+@pytest.fixture(scope="module")
+def native_gpu():
+    return one_column_backend()
 
 
 @pytest.fixture(scope="module")
 def wide_gpu():
     """``native_gpu`` whose forward row groups span up to a block's eight warps."""
-    be = GPUBackend()
-    be.blas_min_k = {key: 10**6 for key in be.blas_min_k}
-    be.gemm_min_k = {key: 10**6 for key in be.gemm_min_k}
-    be.adj_tensor = {key: None for key in be.adj_tensor}
-    be.adj_flat = False
-    be.fwd_splits = 3
-    be.fwd_lanes = 256
-    return be
+    return one_column_backend(fwd_lanes=256)
 
 
 @pytest.fixture(scope="module")
