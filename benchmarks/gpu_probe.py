@@ -819,13 +819,16 @@ def main(argv=None) -> int:
     def part_read():
         """The rate at which a kernel that only reads can stream a big buffer,
         against the copy bandwidth the floor is measured with: is a product
-        kernel at 1.0x the floor at the memory's ceiling?  A sum of 16-byte
-        loads over 2 GB and 8 GB, each thread with U loads in flight, the
-        loads streaming (ld.global.cs), read-only (ld.global.nc), or
-        read-only past L1 with an L2 prefetch of 128 or 256 bytes; the grid
-        either covers the buffer once (a tile of 8 KB per block-row step) or is
-        persistent (resident blocks striding over it).  Time per call back to
-        back, bytes over time, and x the floor."""
+        kernel at 1.0x the floor at the memory's ceiling?  Sums of 16-byte
+        loads, each thread with U loads in flight: first in the product
+        kernels' patterns over a big size's `Fhat` bytes (``rows``: a group of
+        W threads streams R rows; ``cols``: a block reads a tile of each of a
+        frequency's 100 rows), then over 2 GB and 8 GB with the loads streaming
+        (ld.global.cs), read-only (ld.global.nc), or read-only past L1 with an
+        L2 prefetch of 128 or 256 bytes, the grid persistent (resident blocks
+        striding over the buffer, ``sum``) or covering it once (each block its
+        own contiguous tile, ``tile``).  Time per call back to back, bytes
+        over time, and x the floor."""
         src = r"""
         template <int MODE> __device__ __forceinline__ float4 load(const float4* p) {
             float4 v;
