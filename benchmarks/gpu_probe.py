@@ -18,6 +18,7 @@ responses), so that the big size costs seconds, not minutes.  Times
 * how fast a kernel that only reads streams a big buffer, whole or in the
   product kernels' access patterns (``read``),
 * the forward kernel's launch variants in alternated rounds (``fwdrows``),
+* the blocked adjoint's read pattern built up toward the kernel (``adjparts``),
 * what programmatic dependent launch saves on a stand-in for a
   middle-size product's three kernels (``pdl``),
 * the device time of every kernel of the replayed product (PyTorch's
@@ -65,8 +66,9 @@ def main(argv=None) -> int:
     ap.add_argument("--parts", default="small,mid,variants,engine,k16,kernels,host")
     ap.add_argument("--kernel-sizes", default="small,mid,big,big16", help="sizes of the kernels part")
     ap.add_argument("--gemm-dtypes", default="complex64,complex128", help="dtypes of the gemmvar part")
-    ap.add_argument("--set", action="append", default=[], metavar="ATTR=VALUE",
-                    help="set an integer attribute of the backend (a kernel's tuning), e.g. fwd_lanes=256")
+    ap.add_argument("--set", action="append", default=[], metavar="ATTR[.KEY]=VALUE",
+                    help="set an integer attribute of the backend (a kernel's tuning), or one entry of a dict "
+                         "attribute, e.g. fwd_lanes=256, fft_store.rfft_pad=1")
     args = ap.parse_args(argv)
     parts = set(args.parts.split(","))
 
@@ -78,10 +80,14 @@ def main(argv=None) -> int:
 
     be = GPUBackend()
     for setting in args.set:
-        attr, value = setting.split("=")
-        if not hasattr(be, attr):
-            raise SystemExit(f"GPUBackend has no attribute {attr!r}")
-        setattr(be, attr, int(value))
+        name, value = setting.split("=")
+        attr, _, key = name.partition(".")
+        if not hasattr(be, attr) or (key and key not in getattr(be, attr)):
+            raise SystemExit(f"GPUBackend has no attribute {name!r}")
+        if key:
+            getattr(be, attr)[key] = int(value)
+        else:
+            setattr(be, attr, int(value))
     out = open(args.out, "a") if args.out else None
     start, end = cp.cuda.Event(), cp.cuda.Event()
 
@@ -1000,6 +1006,97 @@ def main(argv=None) -> int:
                                  floor_ratio=round(t / (nbytes / bw), 4))
             buf = None  # frees the buffer before the next size
 
+    def part_adj_parts():
+        """The blocked adjoint's read pattern built up toward the kernel, to find
+        what makes the kernel slower than its reads alone: the pattern (a block
+        of 128 threads reads 16 bytes of each of a frequency's 100 rows, 8 rows
+        in flight), + the result's write (16 bytes a thread: a plain store, or
+        one with the L2 hint evict-first or evict-last), + X staged in shared
+        memory behind a barrier and multiplied in, and the kernels themselves
+        (``sbgemv_adj`` as the engine launches it, and the balanced
+        ``sbgemv_adj_flat``) with each kind of store, timed back to back
+        in rounds that alternate the variants (medians; x the floor), big size,
+        both storage precisions."""
+        src = r"""
+        // WRITE: 0 no result, 1 plain store, 2 evict-first, 3 evict-last; STAGE: X[f, :] staged in shared memory
+        template <int U, int WRITE, int STAGE>
+        __global__ void adj_pattern(const float4* __restrict__ p, const float2* __restrict__ X, float4* __restrict__ Y,
+                                    int nd, int L, float* sink) {
+            extern __shared__ float2 xs[];
+            const int tiles = (L + blockDim.x - 1) / blockDim.x;
+            const int f = blockIdx.x / tiles;
+            const int j = (blockIdx.x % tiles) * blockDim.x + threadIdx.x;
+            if (STAGE) {
+                for (int t = threadIdx.x; t < nd; t += blockDim.x) xs[t] = X[(long long)f * nd + t];
+                __syncthreads();
+            }
+            if (j >= L) return;
+            const float4* a = p + (long long)f * nd * L + j;
+            float4 s = make_float4(0, 0, 0, 0);
+            for (int i = 0; i < nd; i += U) {
+                float4 v[U];
+        #pragma unroll
+                for (int u = 0; u < U; ++u)
+                    v[u] = i + u < nd ? __ldcs(a + (long long)(i + u) * L) : make_float4(0, 0, 0, 0);
+        #pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    const float2 x = STAGE ? xs[min(i + u, nd - 1)] : make_float2(1.f, 0.f);
+                    s.x += v[u].x * x.x + v[u].y * x.y;
+                    s.y += v[u].y * x.x - v[u].x * x.y;
+                    s.z += v[u].z * x.x + v[u].w * x.y;
+                    s.w += v[u].w * x.x - v[u].z * x.y;
+                }
+            }
+            float4* y = Y + (long long)f * L + j;
+            if (WRITE == 1) {
+                *y = s;
+            } else if (WRITE == 2) {
+                __stcs(y, s);
+            } else if (WRITE == 3) {
+                asm volatile("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
+                             "st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, pol;\n\t}"
+                             ::"l"(y), "f"(s.x), "f"(s.y), "f"(s.z), "f"(s.w) : "memory");
+            } else if (s.x == 1.2345f) {
+                sink[0] = s.x;
+            }
+        }
+        """
+        combos = [(0, 0), (1, 0), (2, 0), (3, 0), (0, 1), (1, 1)]
+        names = [f"adj_pattern<8, {w}, {st}>" for w, st in combos]
+        mod = cp.RawModule(code=src, options=("-std=c++17",), name_expressions=names)
+        sink = cp.zeros(1, np.float32)
+        nf, nd, nm = Nf, Nd, Nm
+        for ta in (C64, C128):
+            A = rand_c((nf, nd, nm), ta)
+            floor = A.nbytes / bw
+            L = nm * ta.itemsize // 16  # 16-byte units per row
+            X = rand_c((nf, nd, 1), ta)
+            Xs = rand_c((nf, nd), C64)
+            Y = cp.empty((nf, nm, 1), ta)
+            threads = 128
+            grid = nf * -(-L // threads)
+            variants = {}
+            for (w, st), name in zip(combos, names):
+                fn = mod.get_function(name)
+                variants[f"pattern write={('none', 'plain', 'evict-first', 'evict-last')[w]} stage_x={bool(st)}"] = (
+                    lambda fn=fn, st=st: fn((grid,), (threads,), (A, Xs, Y, np.int32(nd), np.int32(L), sink),
+                                            shared_mem=nd * 8 if st else 0))
+            for flat in (False, True):
+                for store in (0, 1, 2):
+                    fn, kgrid, block, smem, tail, _ = be._adj_config(nf, nd, nm, 1, ta, ta, flat=flat, store=store)
+                    kname = "sbgemv_adj_flat" if flat else "sbgemv_adj"
+                    variants[f"kernel {kname} store={('plain', 'evict-first', 'evict-last')[store]}"] = (
+                        lambda fn=fn, g=kgrid, b=block, sm=smem, t=tail: fn(g, b, (A, X, Y) + t, shared_mem=sm))
+            times = {k: [] for k in variants}
+            for _ in range(7):
+                for k, call in variants.items():
+                    times[k].append(loop_time(call, n=20))
+            for k, ts in times.items():
+                t = float(np.median(ts))
+                emit(what="adj_parts", ta=str(ta), variant=k, us=round(t * 1e6, 2),
+                     spread_us=round((max(ts) - min(ts)) * 1e6, 2), floor_ratio=round(t / floor, 4))
+            A = None
+
     def part_pdl():
         """What Hopper's programmatic dependent launch could save at the middle
         size, on a stand-in for the three kernels of a product in one CUDA
@@ -1305,7 +1402,7 @@ def main(argv=None) -> int:
                      ("k16", part_k16), ("overlap", part_overlap), ("kernels", part_kernels),
                      ("kernelsk", part_kernels_nrhs), ("host", part_host), ("chunks", part_chunks),
                      ("hostparts", part_host_parts), ("wait", part_wait), ("l2", part_l2), ("pdl", part_pdl),
-                     ("read", part_read),
+                     ("read", part_read), ("adjparts", part_adj_parts),
                      ("timeline", part_timeline)):
         if name in parts:
             guarded(name, fn)

@@ -362,6 +362,10 @@ class GPUBackend(Backend):
         # threads that share a row group of the forward kernel (None: automatic)
         self.fwd_lanes: int | None = None
         self.adj_flat = True  # balanced adjoint kernel for one right-hand side
+        # L2 hints of the stores of the adjoint kernels' result and of the fused transforms' outputs
+        # (fmv::st_hint: 0 plain, 1 evict-first, 2 evict-last)
+        self.adj_store = 0
+        self.fft_store = {"rfft_pad": 0, "irfft_unpad": 0}
         self.graph_max_bytes = int(os.environ.get("FFTMATVEC_GRAPH_MAX_BYTES", 1 << 62))
         self.max_graphs = 4
         # "fused": native/fft.cu where the length allows it, else cuFFT in the "auto"/"sc" layouts;
@@ -909,6 +913,7 @@ class GPUBackend(Backend):
         args = [src, dst, twp, twl, np.int32(B), np.int32(K)]
         if scale is not None:
             args.append(_C2R[np.dtype(ctype)].type(scale))
+        args.append(np.int32(self.fft_store[which]))
         fn((-(-B // S),), (threads,), tuple(args), shared_mem=smem)
         return True
 
@@ -977,7 +982,7 @@ class GPUBackend(Backend):
         lda = self._row_stride(Fhat, adjoint)
         aligned = (Fhat.data.ptr | x_hat.data.ptr | out.data.ptr) % 16 == 0  # 16-byte vector loads allowed
         key = ("adj" if adjoint else "fwd", nf, nd, nm, K, ta, x_hat.dtype, aligned, col0, col1, part is None, lda,
-               self.fwd_splits, self.fwd_lanes, self.adj_flat)
+               self.fwd_splits, self.fwd_lanes, self.adj_flat, self.adj_store)
         cfg = self._launch.get(key)
         if cfg is None:
             extra = {} if adjoint else {"lda": lda}
@@ -1054,8 +1059,9 @@ class GPUBackend(Backend):
         return fn, grid, (threads,), smem, tail, S
 
     def _adj_config(self, nf, nd, nm, K, ta, tx, U=None, VEC=None, KB=None, CT=None, flat=None, T=256,
-                    col0=0, col1=None, S=None):
+                    col0=0, col1=None, S=None, store=None):
         c128 = ta == np.complex128
+        store = self.adj_store if store is None else store
         col1 = nm if col1 is None else col1
         ncol = col1 - col0
         KB = KB or self._kb(K)
@@ -1075,7 +1081,8 @@ class GPUBackend(Backend):
             units = nf * (ncol // VEC)
             P = max(1, min(self.sm_count * self._resident_blocks(fn, T), -(-units // T)))
             per = -(-units // P)
-            tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int64(per), np.int32(col0), np.int32(col1))
+            tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int64(per), np.int32(col0), np.int32(col1),
+                    np.int32(store))
             return fn, (P,), (T,), 0, tail, 1
         if U is None:
             U = 8 if KB == 1 else (4 if KB <= 4 else 2)
@@ -1093,7 +1100,7 @@ class GPUBackend(Backend):
         fn = kernels.kernel("sbgemv.cu", "sbgemv_adj", ta, tx, U, VEC, KB)
         grid = (nf * tiles, -(-K // KB))
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(RS), np.int32(CH), np.int32(col0),
-                np.int32(col1))
+                np.int32(col1), np.int32(store))
         return fn, grid, (CT * RS,), smem, tail, 1
 
     def _sbgemm_native(self, Fhat: Array, x_hat: Array, out: Array) -> None:
