@@ -1014,7 +1014,7 @@ def main(argv=None) -> int:
         one with the L2 hint evict-first or evict-last), + X staged in shared
         memory behind a barrier and multiplied in, and the kernels themselves
         (``sbgemv_adj`` as the engine launches it, and the balanced
-        ``sbgemv_adj_flat``) with each kind of store, timed back to back
+        ``sbgemv_adj_flat``) with a plain and an evict-last store, timed back to back
         in rounds that alternate the variants (medians; x the floor), big size,
         both storage precisions."""
         src = r"""
@@ -1082,10 +1082,10 @@ def main(argv=None) -> int:
                     lambda fn=fn, st=st: fn((grid,), (threads,), (A, Xs, Y, np.int32(nd), np.int32(L), sink),
                                             shared_mem=nd * 8 if st else 0))
             for flat in (False, True):
-                for store in (0, 1, 2):
-                    fn, kgrid, block, smem, tail, _ = be._adj_config(nf, nd, nm, 1, ta, ta, flat=flat, store=store)
+                for keep in (False, True):
+                    fn, kgrid, block, smem, tail, _ = be._adj_config(nf, nd, nm, 1, ta, ta, flat=flat, keep=keep)
                     kname = "sbgemv_adj_flat" if flat else "sbgemv_adj"
-                    variants[f"kernel {kname} store={('plain', 'evict-first', 'evict-last')[store]}"] = (
+                    variants[f"kernel {kname} store={'evict-last' if keep else 'plain'}"] = (
                         lambda fn=fn, g=kgrid, b=block, sm=smem, t=tail: fn(g, b, (A, X, Y) + t, shared_mem=sm))
             times = {k: [] for k in variants}
             for _ in range(7):

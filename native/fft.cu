@@ -446,7 +446,7 @@ FMV_DEV void first_pass_from_spectrum(const TI* __restrict__ Yb, const C* __rest
 // which the samples below M are scaled, cast and stored.
 template <int R, int M, int S, int LOGS, int NT, typename TO, typename C>
 FMV_DEV void last_pass_to_global(const C* in, const C* __restrict__ twp, TO* y, int s0, int ns, int K,
-                                 typename real_of<C>::type scale, int hint) {
+                                 typename real_of<C>::type scale) {
     constexpr int NS = M / R, ld = Row<M, S, C>::ld;
     const bool pairs = pairs_aligned<M>(y, K);
     TO* yk = y + thread_series_base<S>(s0, K, M);
@@ -468,14 +468,14 @@ FMV_DEV void last_pass_to_global(const C* in, const C* __restrict__ twp, TO* y, 
             if (2 * (r + 1) * NS <= M) {
                 if (pairs) {
                     typedef typename pair_of<TO>::type P;
-                    st_hint(reinterpret_cast<P*>(ys + t), cmake<P>((TO)(scale * v[r].x), (TO)(scale * v[r].y)), hint);
+                    *reinterpret_cast<P*>(ys + t) = cmake<P>((TO)(scale * v[r].x), (TO)(scale * v[r].y));
                 } else {
-                    st_hint(ys + (index_t)t * K, (TO)(scale * v[r].x), hint);
-                    st_hint(ys + (index_t)(t + 1) * K, (TO)(scale * v[r].y), hint);
+                    ys[(index_t)t * K] = (TO)(scale * v[r].x);
+                    ys[(index_t)(t + 1) * K] = (TO)(scale * v[r].y);
                 }
             } else {
-                if (t < M) st_hint(ys + (index_t)t * K, (TO)(scale * v[r].x), hint);
-                if (t + 1 < M) st_hint(ys + (index_t)(t + 1) * K, (TO)(scale * v[r].y), hint);
+                if (t < M) ys[(index_t)t * K] = (TO)(scale * v[r].x);
+                if (t + 1 < M) ys[(index_t)(t + 1) * K] = (TO)(scale * v[r].y);
             }
         }
     }
@@ -522,7 +522,7 @@ template <> struct Split<> : Split<1> {};
 template <int M, int S, int LOGS, int NT, int IP, typename C, typename TO> struct ToSpectrum {
     const C* __restrict__ twl;
     TO* __restrict__ Xb;
-    int ns, B, hint;
+    int ns, B, keep;
     template <int R> FMV_DEV void run(const C* in, C* out, const C* __restrict__ twp) const {
         constexpr int ld = Row<M, S, C>::ld;
         const C* Z = in;
@@ -537,9 +537,9 @@ template <int M, int S, int LOGS, int NT, int IP, typename C, typename TO> struc
             const int f = e >> LOGS, sl = e & (S - 1);
             if (sl >= ns) continue;
             const C zf = Z[sl * ld + f], zmf = Z[sl * ld + (f == 0 ? 0 : M - f)];
-            st_hint(Xb + (index_t)f * B + sl, ccast<TO>(real_spectrum(zf, zmf, FMV_LDG(twl + f))), hint);
+            st_keep(Xb + (index_t)f * B + sl, ccast<TO>(real_spectrum(zf, zmf, FMV_LDG(twl + f))), keep);
             if (2 * f != M)
-                st_hint(Xb + (index_t)(M - f) * B + sl, ccast<TO>(real_spectrum(zmf, zf, FMV_LDG(twl + M - f))), hint);
+                st_keep(Xb + (index_t)(M - f) * B + sl, ccast<TO>(real_spectrum(zmf, zf, FMV_LDG(twl + M - f))), keep);
         }
     }
 };
@@ -549,9 +549,8 @@ template <int M, int S, int LOGS, int NT, typename C, typename TO> struct ToSamp
     TO* __restrict__ y;
     int s0, ns, K;
     typename real_of<C>::type scale;
-    int hint;
     template <int R> FMV_DEV void run(const C* in, C*, const C* __restrict__ twp) const {
-        last_pass_to_global<R, M, S, LOGS, NT>(in, twp, y, s0, ns, K, scale, hint);
+        last_pass_to_global<R, M, S, LOGS, NT>(in, twp, y, s0, ns, K, scale);
     }
 };
 
@@ -561,8 +560,8 @@ template <int THREADS, int NT> constexpr int blocks_of() { return THREADS / NT >
 
 }  // namespace fmv
 
-// Stages 1-2: X[f * B + s] = sum_{t < M} x_s[t] exp(-2 pi i f t / L), f = 0..M (TI -> TC arithmetic -> TO),
-// stored with the L2 hint `hint` (fmv::st_hint).
+// Stages 1-2: X[f * B + s] = sum_{t < M} x_s[t] exp(-2 pi i f t / L), f = 0..M (TI -> TC arithmetic -> TO);
+// with `keep`, X is stored at evict-last priority in the L2 (fmv::st_keep).
 // In complex64 the register budget is set for 1536 threads (42 registers), so that three blocks of 512 share a
 // multiprocessor (two by registers at 48): the big size's forward transform from float64 took 38.8 against
 // 43.4 us, 540 against 660 us with K = 16 (benchmarks/results/h200-fft-ab-c64regs-stop21.jsonl; the inverse
@@ -570,7 +569,7 @@ template <int THREADS, int NT> constexpr int blocks_of() { return THREADS / NT >
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int M, int... Rs>
 __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 1024, NT>())
     rfft_pad(const TI* __restrict__ x, TO* __restrict__ X, const TC* __restrict__ twp, const TC* __restrict__ twl,
-             int B, int K, int hint) {
+             int B, int K, int keep) {
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
     typedef fmv::Split<Rs...> Radices;
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
@@ -580,19 +579,19 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 10
     const int s0 = blockIdx.x * S;
     const int ns = fmv::min_(S, B - s0);
     fmv::first_pass_from_global<Radices::first, M, S, LOGS, NT>(x, s0, ns, K, buf0);
-    Radices::template rest<-1, M, S, NT, IP, TC>::run(buf0, buf1, twp,
-                                                      fmv::ToSpectrum<M, S, LOGS, NT, IP, TC, TO>{twl, X + s0, ns, B, hint});
+    Radices::template rest<-1, M, S, NT, IP, TC>::run(
+        buf0, buf1, twp, fmv::ToSpectrum<M, S, LOGS, NT, IP, TC, TO>{twl, X + s0, ns, B, keep});
 }
 
 // Stages 4-5: y_s[t] = scale * sum_f' Y[f * B + s] exp(2 pi i f t / L), t < M = Nt (Hermitian extension of
-// f = 0..M, TI -> TC arithmetic -> TO), stored with the L2 hint `hint` (fmv::st_hint).
+// f = 0..M, TI -> TC arithmetic -> TO).
 // In complex128 the register budget is set for 768 threads: shared memory holds three blocks of 256 threads at
 // the big size (two rows of 1008 values for each of two series), and the first pass's butterfly of radix 10
 // with its partner's values needs more than the 64 registers of 1024.
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int M, int... Rs>
 __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 1024, NT>())
     irfft_unpad(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp, const TC* __restrict__ twl,
-                int B, int K, typename fmv::real_of<TC>::type scale, int hint) {
+                int B, int K, typename fmv::real_of<TC>::type scale) {
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
     typedef fmv::Split<Rs...> Radices;
     extern __shared__ double2 fmv_smem[];
@@ -603,7 +602,7 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 10
     const int ns = fmv::min_(S, B - s0);
     fmv::first_pass_from_spectrum<Radices::first, M, S, LOGS, NT>(Y + s0, twl, ns, B, buf0);
     Radices::template rest<1, M, S, NT, IP, TC>::run(
-        buf0, buf1, twp, fmv::ToSamples<M, S, LOGS, NT, TC, TO>{y, s0, ns, K, scale, hint});
+        buf0, buf1, twp, fmv::ToSamples<M, S, LOGS, NT, TC, TO>{y, s0, ns, K, scale});
 }
 
 #ifdef FFTMATVEC_INSTANTIATE
@@ -613,7 +612,7 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 10
     template __global__ void rfft_pad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, int);
 #define FMV_IRFFT(TI, TC, TO, ...)                                                                                \
     template __global__ void irfft_unpad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, \
-                                                                   typename fmv::real_of<TC>::type, int);
+                                                                   typename fmv::real_of<TC>::type);
 FMV_RFFT(double, double2, double2, 1, 512, 0, 1000, 10, 10, 10)
 FMV_RFFT(double, double2, double2, 1, 512, 0, 1000, 5, 5, 5, 8)
 FMV_RFFT(double, float2, float2, 2, 256, 0, 500, 4, 5, 5, 5)

@@ -109,53 +109,43 @@ template <bool STREAM> struct Loader<2, STREAM> {
     }
 };
 
-// Store v at p with an L2 eviction hint: 0 a plain store, 1 evict-first (a
-// streaming store), 2 evict-last (a cache policy made by createpolicy; sm_80
-// and later, else a plain store).  HIP: plain stores.
+// Store v at p; with `keep`, at evict-last priority in the L2 (a cache policy
+// made by createpolicy, sm_80 and later): for a result that the next kernel
+// reads while a stream of read-once data (Fhat, evict-first) passes through
+// the L2.  Without sm_80, and on HIP, a plain store.
 #if !defined(FMV_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-#define FMV_ST_EVICT_LAST(T, PTX, ...)                                                                          \
-    FMV_DEV void st_evict_last(T* p, const T v) {                                                               \
+#define FMV_ST_KEEP(T, PTX, ...)                                                                               \
+    FMV_DEV void st_keep(T* p, const T v, bool keep) {                                                         \
+        if (!keep) {                                                                                            \
+            *p = v;                                                                                             \
+            return;                                                                                             \
+        }                                                                                                       \
         asm volatile("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t" \
                      "st.global.L2::cache_hint" PTX ", pol;\n\t}" ::"l"(p), __VA_ARGS__                      \
                      : "memory");                                                                               \
     }
 #else
-#define FMV_ST_EVICT_LAST(T, PTX, ...) \
-    FMV_DEV void st_evict_last(T* p, const T v) { *p = v; }
+#define FMV_ST_KEEP(T, PTX, ...) \
+    FMV_DEV void st_keep(T* p, const T v, bool) { *p = v; }
 #endif
-FMV_ST_EVICT_LAST(float, ".f32 [%0], %1", "f"(v))
-FMV_ST_EVICT_LAST(double, ".f64 [%0], %1", "d"(v))
-FMV_ST_EVICT_LAST(float2, ".v2.f32 [%0], {%1, %2}", "f"(v.x), "f"(v.y))
-FMV_ST_EVICT_LAST(double2, ".v2.f64 [%0], {%1, %2}", "d"(v.x), "d"(v.y))
-FMV_ST_EVICT_LAST(float4, ".v4.f32 [%0], {%1, %2, %3, %4}", "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w))
-#undef FMV_ST_EVICT_LAST
-template <typename T> FMV_DEV void st_hint(T* p, const T v, int hint) {
-    if (hint == 2) {
-        st_evict_last(p, v);
-        return;
-    }
-#ifndef FMV_HIP
-    if (hint == 1) {
-        __stcs(p, v);
-        return;
-    }
-#endif
-    *p = v;
-}
+FMV_ST_KEEP(float2, ".v2.f32 [%0], {%1, %2}", "f"(v.x), "f"(v.y))
+FMV_ST_KEEP(double2, ".v2.f64 [%0], {%1, %2}", "d"(v.x), "d"(v.y))
+FMV_ST_KEEP(float4, ".v4.f32 [%0], {%1, %2, %3, %4}", "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w))
+#undef FMV_ST_KEEP
 
-// Store VEC consecutive complex values (p aligned to VEC * sizeof(C) when
-// VEC == 2: one 16-byte store for a float2 pair) with the hint of st_hint.
+// Store VEC consecutive complex values through st_keep (p aligned to
+// VEC * sizeof(C) when VEC == 2: one 16-byte store for a float2 pair).
 template <int VEC> struct Storer;
 template <> struct Storer<1> {
-    template <typename C> static FMV_DEV void store(C* p, const C* v, int hint) { st_hint(p, v[0], hint); }
+    template <typename C> static FMV_DEV void store(C* p, const C* v, bool keep) { st_keep(p, v[0], keep); }
 };
 template <> struct Storer<2> {
-    static FMV_DEV void store(float2* p, const float2* v, int hint) {
-        st_hint(reinterpret_cast<float4*>(p), make_float4(v[0].x, v[0].y, v[1].x, v[1].y), hint);
+    static FMV_DEV void store(float2* p, const float2* v, bool keep) {
+        st_keep(reinterpret_cast<float4*>(p), make_float4(v[0].x, v[0].y, v[1].x, v[1].y), keep);
     }
-    static FMV_DEV void store(double2* p, const double2* v, int hint) {
-        st_hint(p, v[0], hint);
-        st_hint(p + 1, v[1], hint);
+    static FMV_DEV void store(double2* p, const double2* v, bool keep) {
+        st_keep(p, v[0], keep);
+        st_keep(p + 1, v[1], keep);
     }
 };
 

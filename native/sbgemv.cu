@@ -161,13 +161,13 @@ __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, T
 // memory at the end (RS > 1 for tall-narrow matrices).  X[f, i, k0:k0+KB] is
 // staged in shared memory CH rows at a time (cast to TA there).
 // Only columns [col0, col1) are computed (col0 % VEC == 0).
-// Y is stored with the L2 hint `hint` (fmv::st_hint).
+// With `keep`, Y is stored at evict-last priority in the L2 (fmv::st_keep).
 // Launch: gridDim.x = nf * ceil((col1 - col0) / (CT * VEC)), gridDim.y = ceil(K / KB),
 // dynamic shared memory = (CH * KB + (RS > 1 ? CT * RS * VEC * KB : 0)) * sizeof(TA).
 // ---------------------------------------------------------------------------
 template <typename TA, typename TX, int U, int VEC, int KB>
 __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y,
-                           int nf, int nd, int nm, int K, int RS, int CH, int col0, int col1, int hint) {
+                           int nf, int nd, int nm, int K, int RS, int CH, int col0, int col1, int keep) {
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     TA* xs = reinterpret_cast<TA*>(fmv_smem);  // [CH][KB]
     TA* red = xs + CH * KB;                   // [RS][CT][VEC][KB]
@@ -249,14 +249,14 @@ __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, T
             TA yv[VEC];
 #pragma unroll
             for (int v = 0; v < VEC; ++v) yv[v] = acc[v][0];
-            fmv::Storer<VEC>::store(Y + (index_t)f * nm + j, yv, hint);
+            fmv::Storer<VEC>::store(Y + (index_t)f * nm + j, yv, keep);
         } else {
 #pragma unroll
             for (int v = 0; v < VEC; ++v) {
                 TA* y = Y + ((index_t)f * nm + j + v) * K + k0;
 #pragma unroll
                 for (int b = 0; b < KB; ++b)
-                    if (b < kn) fmv::st_hint(y + b, acc[v][b], hint);
+                    if (b < kn) fmv::st_keep(y + b, acc[v][b], keep);
             }
         }
     }
@@ -279,12 +279,12 @@ __global__ void sum_splits(const TA* __restrict__ P, TA* __restrict__ Y, index_t
 // blocks) does the same work and none idles in a last partial wave.  A thread
 // owns VEC consecutive columns at a time and loops over the nd rows with U
 // 16-byte loads in flight; X[f, i] is the same for a whole warp (L1 broadcast).
-// Only columns [col0, col1) are computed; Y is stored with the L2 hint `hint` (fmv::st_hint).
+// Only columns [col0, col1) are computed; with `keep`, Y is stored at evict-last priority in the L2.
 // Requirements: nm, col0, col1 multiples of VEC.
 // ---------------------------------------------------------------------------
 template <typename TA, typename TX, int U, int VEC>
 __global__ void sbgemv_adj_flat(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y, int nf,
-                                int nd, int nm, index_t per_block, int col0, int col1, int hint) {
+                                int nd, int nm, index_t per_block, int col0, int col1, int keep) {
     const int w = col1 - col0;  // columns computed per frequency, a multiple of VEC
     const index_t units = (index_t)nf * (w / VEC);
     const index_t beg = (index_t)blockIdx.x * per_block;
@@ -317,7 +317,7 @@ __global__ void sbgemv_adj_flat(const TA* __restrict__ A, const TX* __restrict__
 #pragma unroll
             for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[v], av[v], xv);
         }
-        fmv::Storer<VEC>::store(Y + (index_t)f * nm + j, acc, hint);
+        fmv::Storer<VEC>::store(Y + (index_t)f * nm + j, acc, keep);
     }
 }
 

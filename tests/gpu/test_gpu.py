@@ -41,11 +41,14 @@ def eager_gpu():
     return be
 
 
-def one_column_backend(fwd_lanes=None) -> GPUBackend:
+def one_column_backend(fwd_lanes=None, adj_keep_max_bytes=None) -> GPUBackend:
     """A GPU backend that takes the one-column native kernels for every K, the
     blocked adjoint kernel for one right-hand side too, and splits forward rows;
-    ``fwd_lanes`` threads at most share a forward row group."""
+    ``fwd_lanes`` threads at most share a forward row group; adjoint results up
+    to ``adj_keep_max_bytes`` are stored at evict-last priority (default: the L2's size)."""
     be = GPUBackend()
+    if adj_keep_max_bytes is not None:
+        be.adj_keep_max_bytes = adj_keep_max_bytes
     be.blas_min_k = {key: 10**6 for key in be.blas_min_k}
     be.gemm_min_k = {key: 10**6 for key in be.gemm_min_k}
     be.adj_tensor = {key: None for key in be.adj_tensor}
@@ -57,7 +60,8 @@ def one_column_backend(fwd_lanes=None) -> GPUBackend:
 
 @pytest.fixture(scope="module")
 def native_gpu():
-    return one_column_backend()
+    """One-column kernels; the adjoint's result always stored plainly."""
+    return one_column_backend(adj_keep_max_bytes=0)
 
 
 @pytest.fixture(scope="module")
@@ -444,6 +448,9 @@ def test_sbgemv_kernel_tails(gpu, native_gpu, wide_gpu, rng, ta, tx, adjoint, wh
                 assert rel_err(got, ref) < tol * np.sqrt(nm if not adjoint else nd), (nm, nd, K)
     if which == "wide" and not adjoint:  # groups of several warps (the tail's G) were taken
         assert max(int(cfg[4][4]) for key, cfg in be._launch.items() if key[0] == "fwd") > 32
+    if adjoint:  # the result was stored plainly (native) or at evict-last priority (the others), as configured
+        keeps = {int(cfg[4][-1]) for key, cfg in be._launch.items() if key[0] == "adj"}
+        assert keeps == ({0} if which == "native" else {1}), keeps
 
 
 @pytest.mark.parametrize("ta", [np.complex64, np.complex128], ids=["c", "z"])
@@ -466,6 +473,22 @@ def test_sbgemv_fwd_launch_for_large_fhat(gpu, rng, ta):
         ref = A.astype(np.complex128) @ x.astype(np.complex128)
         tol = 5e-14 if ta == np.complex128 else 2e-6
         assert rel_err(y.get(), ref) < tol * np.sqrt(nm), (nf, nd, nm)
+
+
+@pytest.mark.parametrize("flat", [False, True], ids=["blocked", "flat"])
+def test_sbgemv_adj_keeps_result_by_size(gpu, flat):
+    """The adjoint kernels store their result at evict-last priority exactly
+    when it takes at most ``adj_keep_max_bytes`` (by default the L2's size)."""
+    c64 = np.dtype(np.complex64)
+    saved = gpu.adj_keep_max_bytes
+    try:
+        gpu.adj_keep_max_bytes = 1001 * 5000 * 8  # the big size's complex64 result
+        for nm, K, expected in ((5000, 1, 1), (5001, 1, 0), (2500, 2, 1), (2501, 2, 0)):
+            tail = gpu._adj_config(1001, 100, nm, K, c64, c64, flat=flat and K == 1)[4]
+            assert int(tail[-1]) == expected, (nm, K)
+    finally:
+        gpu.adj_keep_max_bytes = saved
+    assert gpu.adj_keep_max_bytes == gpu._device.attributes.get("L2CacheSize", 0)
 
 
 def gemm_kernels_taken(be) -> set:
@@ -738,6 +761,28 @@ def test_fused_transforms_vs_numpy(gpu, nt):
             gpu.irfft_unpad(cupy.asarray(yh), y, tfft)
             yref = np.fft.irfft(yh.astype(np.complex128), n=L, axis=0)[:nt].transpose(1, 0, 2)
             assert rel_err(y.get(), yref) < 10 * tol, (n, K, tin, tfft)
+
+
+@pytest.mark.parametrize("nt", [10, 500])
+def test_pad_rfft_l2_priority(gpu, rng, nt):
+    """pad_rfft stores its spectra at evict-last priority in the L2 when they
+    take at most ``rfft_keep_max_bytes``: the same values either way, and
+    NumPy's float64 FFT's."""
+    x = cupy.asarray(rng.standard_normal((37, nt, 1)))
+    outs = []
+    saved = gpu.rfft_keep_max_bytes
+    try:
+        for limit in (saved, 0):
+            gpu.rfft_keep_max_bytes = limit
+            out = cupy.full((nt + 1, 37, 1), np.nan, np.complex128)
+            gpu.pad_rfft(x, out)
+            outs.append(out.get())
+    finally:
+        gpu.rfft_keep_max_bytes = saved
+    assert saved == gpu._device.attributes.get("L2CacheSize", 0) and saved >= outs[0].nbytes
+    assert np.array_equal(outs[0], outs[1])
+    ref = np.fft.rfft(x.get(), n=2 * nt, axis=1).transpose(1, 0, 2)
+    assert rel_err(outs[0], ref) < 1e-13
 
 
 @pytest.mark.parametrize("S", [2, 4, 16])

@@ -362,10 +362,17 @@ class GPUBackend(Backend):
         # threads that share a row group of the forward kernel (None: automatic)
         self.fwd_lanes: int | None = None
         self.adj_flat = True  # balanced adjoint kernel for one right-hand side
-        # L2 hints of the stores of the adjoint kernels' result and of the fused transforms' outputs
-        # (fmv::st_hint: 0 plain, 1 evict-first, 2 evict-last)
-        self.adj_store = 0
-        self.fft_store = {"rfft_pad": 0, "irfft_unpad": 0}
+        self.adj_flat_max_bytes = 512 << 20  # ... below this many bytes of Fhat (the blocked one from there)
+        # the one-column adjoint kernels store their result at evict-last priority in the L2 when it is at most
+        # this many bytes, so that more of it is still there for the inverse transform: the big ddssd adjoint
+        # 983 against 990 us of device time, the middle ddddd one 103 against 105.5 us; the big ddddd one's
+        # 80 MB, more than the L2, 2079 against 2069 us (benchmarks/results/h200-probe-kernels-adjstore-stop25-*)
+        self.adj_keep_max_bytes = int(attributes.get("L2CacheSize", 0))
+        # rfft_pad's spectra the same, so that more of them are in the L2 for the forward product kernel and
+        # fewer of their lines go back to memory in the middle of its stream of Fhat: the big dssdd product
+        # 973.5 against 994.8 us of device time (the kernel 926.8 against 949.6 us), the middle ddddd one
+        # 108.8 against 109.5 us (benchmarks/results/h200-probe-kernels-rfftkeep-stop25-*)
+        self.rfft_keep_max_bytes = int(attributes.get("L2CacheSize", 0))
         self.graph_max_bytes = int(os.environ.get("FFTMATVEC_GRAPH_MAX_BYTES", 1 << 62))
         self.max_graphs = 4
         # "fused": native/fft.cu where the length allows it, else cuFFT in the "auto"/"sc" layouts;
@@ -913,7 +920,8 @@ class GPUBackend(Backend):
         args = [src, dst, twp, twl, np.int32(B), np.int32(K)]
         if scale is not None:
             args.append(_C2R[np.dtype(ctype)].type(scale))
-        args.append(np.int32(self.fft_store[which]))
+        else:
+            args.append(np.int32(dst.nbytes <= self.rfft_keep_max_bytes))
         fn((-(-B // S),), (threads,), tuple(args), shared_mem=smem)
         return True
 
@@ -982,7 +990,7 @@ class GPUBackend(Backend):
         lda = self._row_stride(Fhat, adjoint)
         aligned = (Fhat.data.ptr | x_hat.data.ptr | out.data.ptr) % 16 == 0  # 16-byte vector loads allowed
         key = ("adj" if adjoint else "fwd", nf, nd, nm, K, ta, x_hat.dtype, aligned, col0, col1, part is None, lda,
-               self.fwd_splits, self.fwd_lanes, self.adj_flat, self.adj_store)
+               self.fwd_splits, self.fwd_lanes, self.adj_flat, self.adj_flat_max_bytes, self.adj_keep_max_bytes)
         cfg = self._launch.get(key)
         if cfg is None:
             extra = {} if adjoint else {"lda": lda}
@@ -1059,11 +1067,12 @@ class GPUBackend(Backend):
         return fn, grid, (threads,), smem, tail, S
 
     def _adj_config(self, nf, nd, nm, K, ta, tx, U=None, VEC=None, KB=None, CT=None, flat=None, T=256,
-                    col0=0, col1=None, S=None, store=None):
+                    col0=0, col1=None, S=None, keep=None):
         c128 = ta == np.complex128
-        store = self.adj_store if store is None else store
         col1 = nm if col1 is None else col1
         ncol = col1 - col0
+        if keep is None:
+            keep = nf * ncol * K * ta.itemsize <= self.adj_keep_max_bytes
         KB = KB or self._kb(K)
         if KB > 8 and c128:
             KB = 8
@@ -1072,7 +1081,7 @@ class GPUBackend(Backend):
         if flat is None:
             # the blocked kernel for large launches (measured faster at 1-8 GB of Fhat), else the
             # balanced one (no idle last wave when there are few blocks per multiprocessor)
-            flat = K == 1 and self.adj_flat and nf * nd * ncol * ta.itemsize < (512 << 20)
+            flat = K == 1 and self.adj_flat and nf * nd * ncol * ta.itemsize < self.adj_flat_max_bytes
         if flat:  # one right-hand side: balanced column ranges, one block per resident slot
             # eight rows in flight when the vector is wider than Fhat (complex128 into a complex64 product:
             # 52.3 us against 56.0 us with four at the middle size, benchmarks/results/h200-probe-fused-io.jsonl)
@@ -1082,7 +1091,7 @@ class GPUBackend(Backend):
             P = max(1, min(self.sm_count * self._resident_blocks(fn, T), -(-units // T)))
             per = -(-units // P)
             tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int64(per), np.int32(col0), np.int32(col1),
-                    np.int32(store))
+                    np.int32(keep))
             return fn, (P,), (T,), 0, tail, 1
         if U is None:
             U = 8 if KB == 1 else (4 if KB <= 4 else 2)
@@ -1100,7 +1109,7 @@ class GPUBackend(Backend):
         fn = kernels.kernel("sbgemv.cu", "sbgemv_adj", ta, tx, U, VEC, KB)
         grid = (nf * tiles, -(-K // KB))
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(RS), np.int32(CH), np.int32(col0),
-                np.int32(col1), np.int32(store))
+                np.int32(col1), np.int32(keep))
         return fn, grid, (CT * RS,), smem, tail, 1
 
     def _sbgemm_native(self, Fhat: Array, x_hat: Array, out: Array) -> None:
