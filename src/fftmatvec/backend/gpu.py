@@ -370,8 +370,9 @@ class GPUBackend(Backend):
         self.adj_keep_max_bytes = int(attributes.get("L2CacheSize", 0))
         # rfft_pad's spectra the same, so that more of them are in the L2 for the forward product kernel and
         # fewer of their lines go back to memory in the middle of its stream of Fhat: the big dssdd product
-        # 973.5 against 994.8 us of device time (the kernel 926.8 against 949.6 us), the middle ddddd one
-        # 108.8 against 109.5 us (benchmarks/results/h200-probe-kernels-rfftkeep-stop25-*)
+        # 973.4-973.7 against 994.7-995.0 us of device time (the kernel 926.6-927.0 against 949.4-949.8 us),
+        # the middle ddddd one 108.7-108.8 against 109.4-109.5 us
+        # (benchmarks/results/h200-probe-kernels-rfftkeep-stop25-*)
         self.rfft_keep_max_bytes = int(attributes.get("L2CacheSize", 0))
         self.graph_max_bytes = int(os.environ.get("FFTMATVEC_GRAPH_MAX_BYTES", 1 << 62))
         self.max_graphs = 4
