@@ -919,10 +919,10 @@ class GPUBackend(Backend):
                             int(in_place_of[which]), M, *radices)
         _allow_shared_memory(fn, smem)
         args = [src, dst, twp, twl, np.int32(B), np.int32(K)]
-        if scale is not None:
-            args.append(_C2R[np.dtype(ctype)].type(scale))
-        else:
+        if which == "rfft_pad":  # its spectra kept in the L2 when they fit
             args.append(np.int32(dst.nbytes <= self.rfft_keep_max_bytes))
+        else:
+            args.append(_C2R[np.dtype(ctype)].type(scale))
         fn((-(-B // S),), (threads,), tuple(args), shared_mem=smem)
         return True
 
