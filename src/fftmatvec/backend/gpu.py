@@ -367,13 +367,14 @@ class GPUBackend(Backend):
         # this many bytes, so that more of it is still there for the inverse transform: the big ddssd adjoint
         # 983 against 990 us of device time, the middle ddddd one 103 against 105.5 us; the big ddddd one's
         # 80 MB, more than the L2, 2079 against 2069 us (benchmarks/results/h200-probe-kernels-adjstore-stop25-*)
-        self.adj_keep_max_bytes = int(attributes.get("L2CacheSize", 0))
+        l2_bytes = int(attributes.get("L2CacheSize", 0))
+        self.adj_keep_max_bytes = l2_bytes
         # rfft_pad's spectra the same, so that more of them are in the L2 for the forward product kernel and
         # fewer of their lines go back to memory in the middle of its stream of Fhat: the big dssdd product
         # 973.4-973.7 against 994.7-995.0 us of device time (the kernel 926.6-927.0 against 949.4-949.8 us),
         # the middle ddddd one 108.7-108.8 against 109.4-109.5 us
         # (benchmarks/results/h200-probe-kernels-rfftkeep-stop25-*)
-        self.rfft_keep_max_bytes = int(attributes.get("L2CacheSize", 0))
+        self.rfft_keep_max_bytes = l2_bytes
         self.graph_max_bytes = int(os.environ.get("FFTMATVEC_GRAPH_MAX_BYTES", 1 << 62))
         self.max_graphs = 4
         # "fused": native/fft.cu where the length allows it, else cuFFT in the "auto"/"sc" layouts;
