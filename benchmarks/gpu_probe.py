@@ -19,6 +19,10 @@ responses), so that the big size costs seconds, not minutes.  Times
   product kernels' access patterns (``read``),
 * the forward kernel's launch variants in alternated rounds (``fwdrows``),
 * the blocked adjoint's read pattern built up toward the kernel (``adjparts``),
+* the read pattern of an adjoint fused with the inverse transform (``slabs``),
+* the complex128 adjoint kernel changed one thing at a time (``adjc128``), and
+  the product kernels under register caps (``regs``), with more or fewer loads
+  in flight (``regsloads``),
 * what programmatic dependent launch saves on a stand-in for a
   middle-size product's three kernels (``pdl``),
 * the device time of every kernel of the replayed product (PyTorch's
@@ -69,6 +73,13 @@ def main(argv=None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="ATTR[.KEY]=VALUE",
                     help="set an integer attribute of the backend (a kernel's tuning), or one entry of a dict "
                          "attribute, e.g. fwd_lanes=256, fft_store.rfft_pad=1")
+    ap.add_argument("--no-register-targets", action="store_true",
+                    help="build every kernel with the compiler's own register count (kernels.REGISTER_TARGETS emptied)")
+    ap.add_argument("--regs-loads", default="all", choices=("all", "forward", "adjoint"),
+                    help="the kernels of the regsloads part")
+    ap.add_argument("--register-target", action="append", default=[], metavar="PREFIX=N",
+                    help="build the kernels whose name expression starts with PREFIX to N registers, "
+                         "e.g. 'irfft_unpad<float2=48' (0: the compiler's own count)")
     args = ap.parse_args(argv)
     parts = set(args.parts.split(","))
 
@@ -78,6 +89,22 @@ def main(argv=None) -> int:
     from fftmatvec.btt import LocalBTT
     from fftmatvec.precision import parse
 
+    from fftmatvec.backend import kernels
+
+    if args.no_register_targets:
+        kernels.REGISTER_TARGETS.clear()
+    if args.register_target:
+        targets = [(p, int(n)) for p, _, n in (t.rpartition("=") for t in args.register_target)]
+        engine_kernel = kernels.kernel
+
+        def kernel_with_targets(fname, name, *targs):
+            expr = kernels.name_expression(name, *targs)
+            for prefix, n in targets:
+                if expr.startswith(prefix):
+                    kernels.REGISTER_TARGETS[expr] = n
+            return engine_kernel(fname, name, *targs)
+
+        kernels.kernel = kernel_with_targets
     be = GPUBackend()
     for setting in args.set:
         name, value = setting.split("=")
@@ -1097,6 +1124,318 @@ def main(argv=None) -> int:
                      spread_us=round((max(ts) - min(ts)) * 1e6, 2), floor_ratio=round(t / floor, 4))
             A = None
 
+    def part_slabs():
+        """The read pattern of an adjoint product fused with the inverse
+        transform, before writing one: block b owns a slab of LANES 16-byte
+        units (8 complex128 or 8 complex64 columns: 128 or 64 bytes) of every
+        row of every frequency, so that its columns' whole spectra end in its
+        shared memory.  Thread t reads unit t % LANES of one frequency at a time
+        over the nd rows, U loads in flight, with X[f, i] (16 bytes, shared by
+        the piece's lanes) loaded from global memory or not, and stores its sum
+        to shared memory (nf * LANES units: the spectra); the block then
+        spins SPIN us, standing in for the transform that would follow.  The
+        dynamic shared memory reserved sets the blocks per multiprocessor.
+        Big size, both storage precisions, the blocked ``sbgemv_adj`` beside
+        it; variants alternated in rounds (medians; x the floor)."""
+        src = r"""
+        template <int LANES, int U, int LOADX>
+        __global__ void slab_read(const float4* __restrict__ p, const float4* __restrict__ X, int nf, int nd,
+                                  int L, int nspec, long long spin_ns, float* sink) {
+            extern __shared__ float4 spec[];
+            const int c = threadIdx.x % LANES;
+            const int per_round = blockDim.x / LANES;
+            const long long col = (long long)blockIdx.x * LANES + c;
+            for (int f = threadIdx.x / LANES; f < nf; f += per_round) {
+                const float4* a = p + (long long)f * nd * L + col;
+                const float4* x = X + (long long)f * nd;
+                float4 s = make_float4(0, 0, 0, 0);
+                for (int i = 0; i < nd; i += U) {
+                    float4 v[U];
+        #pragma unroll
+                    for (int u = 0; u < U; ++u)
+                        v[u] = (i + u < nd && col < L) ? __ldcs(a + (long long)(i + u) * L) : make_float4(0, 0, 0, 0);
+        #pragma unroll
+                    for (int u = 0; u < U; ++u) {
+                        const float4 xv = LOADX ? __ldg(x + min(i + u, nd - 1)) : make_float4(1.f, 0.f, 1.f, 0.f);
+                        s.x += v[u].x * xv.x + v[u].y * xv.y;
+                        s.y += v[u].y * xv.x - v[u].x * xv.y;
+                        s.z += v[u].z * xv.z + v[u].w * xv.w;
+                        s.w += v[u].w * xv.z - v[u].z * xv.w;
+                    }
+                }
+                if (f * LANES + c < nspec) spec[f * LANES + c] = s;
+            }
+            __syncthreads();
+            if (spin_ns > 0) {
+                long long t0, t;
+                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+                do {
+                    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+                } while (t - t0 < spin_ns);
+            }
+            const float4 r = spec[threadIdx.x];
+            if (r.x == 1.2345f) sink[0] = r.y;
+        }
+        """
+        configs = [  # (LANES, threads, U, load X, shared KB, spin us)
+            (8, 1024, 8, 1, 128, 0), (8, 1024, 4, 1, 128, 0), (8, 1024, 8, 0, 128, 0), (8, 512, 8, 1, 128, 0),
+            (4, 512, 8, 1, 64, 0), (8, 1024, 8, 1, 64, 0), (8, 1024, 8, 1, 128, 13), (4, 512, 8, 1, 64, 13),
+        ]
+        names = sorted({f"slab_read<{ln // d}, {u}, {lx}>" for ln, _, u, lx, _, _ in configs for d in (1, 2)})
+        mod = cp.RawModule(code=src, options=("-std=c++17",), name_expressions=names)
+        sink = cp.zeros(1, np.float32)
+        nf, nd, nm = Nf, Nd, Nm
+        for ta in (C128, C64):
+            A = rand_c((nf, nd, nm), ta)
+            floor = A.nbytes / bw
+            L = nm * ta.itemsize // 16
+            X = rand_c((nf, nd, 1), C128)
+            Y = cp.empty((nf, nm, 1), ta)
+            variants = {}
+            for lanes, threads, u, lx, kb, spin in configs:
+                if ta == C64:  # 8 complex64 columns are 4 units; the spectra stay 16 bytes a value (a float64 inverse)
+                    lanes = lanes // 2
+                fn = mod.get_function(f"slab_read<{lanes}, {u}, {lx}>")
+                fn.max_dynamic_shared_size_bytes = kb * 1024
+                grid = -(-L // lanes)
+                key = f"slab units={lanes} threads={threads} U={u} load_x={bool(lx)} shared={kb}KB spin={spin}us"
+                variants[key] = lambda fn=fn, g=grid, t=threads, kb=kb, spin=spin: fn(
+                    (g,), (t,), (A, X, np.int32(nf), np.int32(nd), np.int32(L), np.int32(kb * 64),
+                                 np.int64(spin * 1000), sink), shared_mem=kb * 1024)
+            fn, kgrid, block, smem, tail, _ = be._adj_config(nf, nd, nm, 1, ta, ta, flat=False)
+            Xk = rand_c((nf, nd, 1), ta)
+            variants["kernel sbgemv_adj"] = lambda fn=fn, g=kgrid, b=block, sm=smem, t=tail: fn(
+                g, b, (A, Xk, Y) + t, shared_mem=sm)
+            times = {k: [] for k in variants}
+            for _ in range(5):
+                for k, call in variants.items():
+                    times[k].append(loop_time(call, n=10))
+            for k, ts in times.items():
+                t = float(np.median(ts))
+                emit(what="slabs", ta=str(ta), variant=k, us=round(t * 1e6, 2),
+                     spread_us=round((max(ts) - min(ts)) * 1e6, 2), floor_ratio=round(t / floor, 4))
+            A = None
+
+    def part_adj_c128():
+        """What makes the complex128 blocked adjoint slower than its read pattern
+        with the write (stop 25's ``adjparts``): a copy of ``sbgemv_adj``'s
+        one-vector path (blocks of 128 column threads, X staged in shared
+        memory, U rows in flight, then single loads for the last nd % U rows),
+        changed one thing at a time (and ``sbgemv_adj`` itself with RS = 1 a
+        compile-time constant, or held to 40 registers): the last rows as one more predicated
+        round of U loads (TAIL), two accumulators instead of one (NACC), X read
+        from global memory without a barrier (XG), the arithmetic in float on
+        the loaded bits (FMATH: the pattern's work, wrong sums), and U = 10,
+        which divides the 100 rows.  Big size, alternated rounds, medians."""
+
+        src = kernels.source("fftmatvec_common.cuh") + r"""
+        template <int U, int TAIL, int NACC, int XG, int FMATH>
+        __global__ void adj_var(const double2* __restrict__ A, const double2* __restrict__ X, double2* __restrict__ Y,
+                                int nd, int nm, int keep) {
+            __shared__ double2 xs[128];
+            const int tiles = (nm + blockDim.x - 1) / blockDim.x;
+            const int f = blockIdx.x / tiles;
+            const int j = (blockIdx.x % tiles) * blockDim.x + threadIdx.x;
+            const double2* x = X + (long long)f * nd;
+            if (!XG) {
+                for (int t = threadIdx.x; t < nd; t += blockDim.x) xs[t] = x[t];
+                __syncthreads();
+            }
+            if (j >= nm) return;
+            const double2* a = A + (long long)f * nd * nm + j;
+            double2 acc[NACC];
+            float4 facc = make_float4(0.f, 0.f, 0.f, 0.f);
+        #pragma unroll
+            for (int q = 0; q < NACC; ++q) acc[q] = fmv::czero<double2>();
+            auto mac = [&](int q, double2 av, int i) {
+                const double2 xv = XG ? __ldg(x + i) : xs[i];
+                if (FMATH) {
+                    const float4 v = *reinterpret_cast<const float4*>(&av);
+                    const float4 w = *reinterpret_cast<const float4*>(&xv);
+                    facc.x += v.x * w.x + v.y * w.y;
+                    facc.y += v.y * w.x - v.x * w.y;
+                    facc.z += v.z * w.z + v.w * w.w;
+                    facc.w += v.w * w.z - v.z * w.w;
+                } else {
+                    fmv::cmac_conj(acc[q], av, xv);
+                }
+            };
+            int i = 0;
+            if (TAIL) {
+                for (; i < nd; i += U) {
+                    double2 av[U];
+        #pragma unroll
+                    for (int u = 0; u < U; ++u)
+                        av[u] = i + u < nd ? __ldcs(a + (long long)(i + u) * nm) : fmv::czero<double2>();
+        #pragma unroll
+                    for (int u = 0; u < U; ++u) mac(u % NACC, av[u], min(i + u, nd - 1));
+                }
+            } else {
+                for (; i + U <= nd; i += U) {
+                    double2 av[U];
+        #pragma unroll
+                    for (int u = 0; u < U; ++u) av[u] = __ldcs(a + (long long)(i + u) * nm);
+        #pragma unroll
+                    for (int u = 0; u < U; ++u) mac(u % NACC, av[u], i + u);
+                }
+                for (; i < nd; ++i) mac(0, __ldcs(a + (long long)i * nm), i);
+            }
+        #pragma unroll
+            for (int q = 1; q < NACC; ++q) fmv::cadd(acc[0], acc[q]);
+            if (FMATH) acc[0] = *reinterpret_cast<const double2*>(&facc);
+            fmv::st_keep(Y + (long long)f * nm + j, acc[0], keep);
+        }
+        """
+        combos = {"copy": (8, 0, 1, 0, 0), "tail predicated": (8, 1, 1, 0, 0), "two accumulators": (8, 0, 2, 0, 0),
+                  "X from global": (8, 0, 1, 1, 0), "float math": (8, 0, 1, 0, 1), "U=10": (10, 0, 1, 0, 0),
+                  "tail predicated, two accumulators, X from global": (8, 1, 2, 1, 0)}
+        names = {k: "adj_var<%d, %d, %d, %d, %d>" % v for k, v in combos.items()}
+        # sbgemv_adj itself, with RS = 1 known at compile time, or limited to 40 registers (12 blocks of 128)
+        sb = kernels.source("sbgemv.cu")
+        adj = sb[sb.index("template <typename TA, typename TX, int U, int VEC, int KB>\n__global__ void sbgemv_adj("):
+                 sb.index("// Y[i] = sum_s")]
+        rs1 = adj.replace("void sbgemv_adj(", "void sbgemv_adj_rs1(")
+        rs1 = rs1.replace("int K, int RS, int CH,", "int K, int, int CH,")
+        rs1 = rs1.replace("TA* red = xs + CH * KB;", "TA* red = xs + CH * KB;\n    constexpr int RS = 1;")
+        bounded = adj.replace("__global__ void sbgemv_adj(",
+                              "__global__ void __launch_bounds__(128, 12) sbgemv_adj_b40(")
+        src += "\nusing fmv::index_t;\n" + rs1 + bounded
+        names["sbgemv_adj, RS = 1 at compile time"] = "sbgemv_adj_rs1<double2, double2, 8, 1, 1>"
+        names["sbgemv_adj, 40 registers"] = "sbgemv_adj_b40<double2, double2, 8, 1, 1>"
+        mod = cp.RawModule(code=src, options=("-std=c++17",), name_expressions=list(names.values()))
+        nf, nd, nm = Nf, Nd, Nm
+        A = rand_c((nf, nd, nm), C128)
+        floor = A.nbytes / bw
+        X = rand_c((nf, nd, 1), C128)
+        Y = cp.empty((nf, nm, 1), C128)
+        Yref = cp.empty_like(Y)
+        variants = {}
+        for flat in (False, True):
+            fn, kgrid, block, smem, tail, _ = be._adj_config(nf, nd, nm, 1, C128, C128, flat=flat)
+            variants["kernel " + ("sbgemv_adj_flat" if flat else "sbgemv_adj")] = (
+                lambda fn=fn, g=kgrid, b=block, sm=smem, t=tail, out=(Yref if not flat else Y):
+                fn(g, b, (A, X, out) + t, shared_mem=sm))
+        grid = nf * -(-nm // 128)
+        for k, name in names.items():
+            fn = mod.get_function(name)
+            if k.startswith("sbgemv_adj"):
+                _, kgrid, block, smem, tail, _ = be._adj_config(nf, nd, nm, 1, C128, C128, flat=False)
+                variants["copy " + k] = lambda fn=fn, g=kgrid, b=block, sm=smem, t=tail: fn(
+                    g, b, (A, X, Y) + t, shared_mem=sm)
+            else:
+                variants["copy: " + k if k != "copy" else "copy"] = (
+                    lambda fn=fn: fn((grid,), (128,), (A, X, Y, np.int32(nd), np.int32(nm), np.int32(0))))
+        times = {k: [] for k in variants}
+        for _ in range(7):
+            for k, call in variants.items():
+                times[k].append(loop_time(call, n=10))
+                if k.startswith("copy") and "float" not in k:
+                    err = float(cp.abs(Y - Yref).max() / cp.abs(Yref).max())
+                    assert err < 1e-12, (k, err)
+        for k, ts in times.items():
+            t = float(np.median(ts))
+            emit(what="adj_c128", variant=k, us=round(t * 1e6, 2), spread_us=round((max(ts) - min(ts)) * 1e6, 2),
+                 floor_ratio=round(t / floor, 4))
+
+    def part_regs():
+        """The one-vector product kernels compiled with a register cap (NVRTC
+        --maxrregcount), which changes how the compiler schedules their loads:
+        stop 26's ``adjc128`` found ``sbgemv_adj`` held to 40 registers 7%
+        faster in complex128.  Each kernel as the engine picks and launches it
+        (blocked or balanced adjoint, the forward's rows and loads in flight),
+        at the big and middle sizes, caps alternated in rounds (medians), with
+        the registers each build uses."""
+        picked = []
+        engine_kernel = kernels.kernel
+
+        def recording(fname, name, *targs):
+            picked.append((fname, name, targs))
+            return engine_kernel(fname, name, *targs)
+
+        kernels.kernel = recording
+        try:
+            for nm, nd, nt in ((Nm, Nd, Nt), (1000, 50, 500)):
+                nf = nt + 1
+                for ta, tx in ((C128, C128), (C64, C64), (C64, C128)):
+                    A = rand_c((nf, nd, nm), ta)
+                    floor = A.nbytes / bw
+                    for adjoint in (True, False):
+                        X = rand_c((nf, nd if adjoint else nm, 1), tx)
+                        Y = cp.empty((nf, nm if adjoint else nd, 1), ta)
+                        config = be._adj_config if adjoint else be._fwd_config
+                        _, grid, block, smem, tail, _ = config(nf, nd, nm, 1, ta, tx)
+                        fname, name, targs = picked[-1]
+                        expr = kernels.name_expression(name, *targs)
+                        variants, regs = {}, {}
+                        for cap in (0, 64, 56, 48, 40, 32):
+                            opts = kernels.options() + ((f"--maxrregcount={cap}",) if cap else ())
+                            fn = cp.RawModule(code=kernels.source(fname), options=opts,
+                                              name_expressions=(expr,)).get_function(expr)
+                            key = f"cap={cap or 'none'}"
+                            regs[key] = fn.num_regs
+                            variants[key] = lambda fn=fn, g=grid, b=block, sm=smem, t=tail: fn(
+                                g, b, (A, X, Y) + t, shared_mem=sm)
+                        times = {k: [] for k in variants}
+                        for _ in range(7):
+                            for k, call in variants.items():
+                                times[k].append(loop_time(call, n=10 if nm == Nm else 50))
+                        for k, ts in times.items():
+                            t = float(np.median(ts))
+                            emit(what="regs", size=f"{nm}x{nd}x{nt}", kernel=expr, variant=k, registers=regs[k],
+                                 us=round(t * 1e6, 2), spread_us=round((max(ts) - min(ts)) * 1e6, 2),
+                                 floor_ratio=round(t / floor, 4))
+                    A = None
+        finally:
+            kernels.kernel = engine_kernel
+
+    def part_regs_loads():
+        """Loads in flight under register targets, big size: the blocked
+        one-vector adjoint with U = 8, 10 (divides the 100 rows) and 16 rows in
+        flight, and the forward kernel (groups of 128 lanes as the engine
+        launches it) with R rows and U loads a row, each built with the
+        compiler's own register count and with targets of 64 and 80; in
+        alternated rounds (medians)."""
+        nf, nd, nm = Nf, Nd, Nm
+        wanted = [(ta, tx, adjoint) for ta, tx, adjoint in
+                  ((C64, C64, True), (C64, C64, False), (C64, C128, False), (C128, C128, True), (C128, C128, False))
+                  if args.regs_loads in ("all", "forward" if not adjoint else "adjoint")]
+        for ta in (C64, C128):
+            A = rand_c((nf, nd, nm), ta)
+            floor = A.nbytes / bw
+            vec = 1 if ta == C128 else 2
+            t = kernels.ctype(ta)
+            for tx, adjoint in [(tx, adj) for a, tx, adj in wanted if a == ta]:
+                X = rand_c((nf, nd if adjoint else nm, 1), tx)
+                Y = cp.empty((nf, nm if adjoint else nd, 1), ta)
+                shapes = ((8,), (10,), (16,)) if adjoint else ((4, 1), (4, 2), (2, 2), (8, 1)) if ta == C64 else \
+                    ((2, 1), (2, 2), (4, 1))
+                variants, regs = {}, {}
+                for shape in shapes:
+                    if adjoint:
+                        _, grid, block, smem, tail, _ = be._adj_config(nf, nd, nm, 1, ta, tx, U=shape[0], flat=False)
+                        expr = f"sbgemv_adj<{t}, {kernels.ctype(tx)}, {shape[0]}, {vec}, 1>"
+                    else:
+                        _, grid, block, smem, tail, _ = be._fwd_config(nf, nd, nm, 1, ta, tx, R=shape[0], U=shape[1],
+                                                                       lanes=128)
+                        expr = f"sbgemv_fwd<{t}, {kernels.ctype(tx)}, {shape[0]}, {shape[1]}, {vec}, 1>"
+                    for cap in (0, 64, 80):
+                        opts = kernels.options() + ((f"--maxrregcount={cap}",) if cap else ())
+                        fn = cp.RawModule(code=kernels.source("sbgemv.cu"), options=opts,
+                                          name_expressions=(expr,)).get_function(expr)
+                        key = f"{expr} cap={cap or 'none'}"
+                        regs[key] = fn.num_regs
+                        variants[key] = lambda fn=fn, g=grid, b=block, sm=smem, tl=tail: fn(
+                            g, b, (A, X, Y) + tl, shared_mem=sm)
+                times = {k: [] for k in variants}
+                for _ in range(5):
+                    for k, call in variants.items():
+                        times[k].append(loop_time(call, n=10))
+                for k, ts in times.items():
+                    tm = float(np.median(ts))
+                    emit(what="regs_loads", variant=k, registers=regs[k], us=round(tm * 1e6, 2),
+                         spread_us=round((max(ts) - min(ts)) * 1e6, 2), floor_ratio=round(tm / floor, 4))
+            A = None
+
     def part_pdl():
         """What Hopper's programmatic dependent launch could save at the middle
         size, on a stand-in for the three kernels of a product in one CUDA
@@ -1402,7 +1741,8 @@ def main(argv=None) -> int:
                      ("k16", part_k16), ("overlap", part_overlap), ("kernels", part_kernels),
                      ("kernelsk", part_kernels_nrhs), ("host", part_host), ("chunks", part_chunks),
                      ("hostparts", part_host_parts), ("wait", part_wait), ("l2", part_l2), ("pdl", part_pdl),
-                     ("read", part_read), ("adjparts", part_adj_parts),
+                     ("read", part_read), ("adjparts", part_adj_parts), ("slabs", part_slabs),
+                     ("adjc128", part_adj_c128), ("regs", part_regs), ("regsloads", part_regs_loads),
                      ("timeline", part_timeline)):
         if name in parts:
             guarded(name, fn)
