@@ -18,6 +18,7 @@ cupy = require_gpu()
 
 from fftmatvec import ALL_CODES, BTTOperator  # noqa: E402
 from fftmatvec.backend.cpu import CPUBackend  # noqa: E402
+from fftmatvec.backend import kernels  # noqa: E402
 from fftmatvec.backend.gpu import GPUBackend, select_device  # noqa: E402
 from fftmatvec.errors import FftmatvecError  # noqa: E402
 
@@ -456,19 +457,20 @@ def test_sbgemv_kernel_tails(gpu, native_gpu, wide_gpu, rng, ta, tx, adjoint, wh
 @pytest.mark.parametrize("ta", [np.complex64, np.complex128], ids=["c", "z"])
 def test_sbgemv_fwd_launch_for_large_fhat(gpu, rng, ta):
     """From 1 GiB of Fhat with one right-hand side the forward kernel runs in
-    groups of four warps with one load in flight per row (four rows a group in
-    complex64, two in complex128): chosen there, and right on small odd shapes
-    launched the same way, against einsum in float64."""
+    groups of four warps, two rows a group with two loads in flight per row:
+    chosen there, and right on small odd shapes launched the same way, against
+    einsum in float64."""
     ta = np.dtype(ta)
-    R = 2 if ta == np.complex128 else 4
+    R, U = 2, 2
     nf_large = (1 << 30) // (100 * 5000 * ta.itemsize) + 1
     fn, grid, block, smem, tail, S = gpu._fwd_config(nf_large, 100, 5000, 1, ta, ta)
     assert (int(tail[4]), S, grid[0]) == (128, 1, -(-nf_large * (100 // R) // 2))
+    assert fn is gpu._fwd_config(nf_large, 100, 5000, 1, ta, ta, R=R, U=U)[0]
     for nf, nd, nm in ((3, 7, 1001), (2, 5, 4098), (1, 3, 129), (2, 1, 2)):
         A = (rng.standard_normal((nf, nd, nm)) + 1j * rng.standard_normal((nf, nd, nm))).astype(ta)
         x = (rng.standard_normal((nf, nm, 1)) + 1j * rng.standard_normal((nf, nm, 1))).astype(ta)
         y = cupy.full((nf, nd, 1), np.nan, dtype=ta)
-        fn, grid, block, smem, tail, S = gpu._fwd_config(nf, nd, nm, 1, ta, ta, R=R, U=1, lanes=128, S=1)
+        fn, grid, block, smem, tail, S = gpu._fwd_config(nf, nd, nm, 1, ta, ta, R=R, U=U, lanes=128, S=1)
         fn(grid, block, (cupy.asarray(A), cupy.asarray(x), y) + tail, shared_mem=smem)
         ref = A.astype(np.complex128) @ x.astype(np.complex128)
         tol = 5e-14 if ta == np.complex128 else 2e-6
@@ -489,6 +491,43 @@ def test_sbgemv_adj_keeps_result_by_size(gpu, flat):
     finally:
         gpu.adj_keep_max_bytes = saved
     assert gpu.adj_keep_max_bytes == gpu._device.attributes.get("L2CacheSize", 0)
+
+
+@pytest.mark.parametrize("expr", sorted(kernels.REGISTER_TARGETS))
+def test_register_target_builds(gpu, rng, expr):
+    """Each instantiation built to a register target (kernels.REGISTER_TARGETS)
+    fits in it and is right, launched as the engine launches it, on odd
+    shapes against einsum in float64."""
+    name, args = expr[:-1].split("<")
+    types = {v: k for k, v in kernels.CTYPE.items()}
+    ta, tx, *ints = [types[a] if a in types else int(a) for a in args.split(", ")]
+    for nf, nd, nm in ((3, 37, 122), (2, 5, 4098), (1, 101, 2)):
+        adjoint = name != "sbgemv_fwd"
+        if adjoint:
+            U, VEC, KB = ints if name == "sbgemv_adj" else ints + [1]
+            cfg = gpu._adj_config(nf, nd, nm, 1, ta, tx, U=U, VEC=VEC, KB=KB, flat=name == "sbgemv_adj_flat")
+        else:
+            R, U, VEC, KB = ints
+            cfg = gpu._fwd_config(nf, nd, nm, 1, ta, tx, R=R, U=U, VEC=VEC, KB=KB, S=1)
+        fn, grid, block, smem, tail, _ = cfg
+        assert fn.num_regs <= kernels.REGISTER_TARGETS[expr]
+        n_in, n_out = (nd, nm) if adjoint else (nm, nd)
+        A = (rng.standard_normal((nf, nd, nm)) + 1j * rng.standard_normal((nf, nd, nm))).astype(ta)
+        x = (rng.standard_normal((nf, n_in, 1)) + 1j * rng.standard_normal((nf, n_in, 1))).astype(tx)
+        y = cupy.full((nf, n_out, 1), np.nan, dtype=ta)
+        fn(grid, block, (cupy.asarray(A), cupy.asarray(x), y) + tail, shared_mem=smem)
+        A64, x64 = A.astype(np.complex128), x.astype(ta).astype(np.complex128)
+        ref = np.einsum("fij,fik->fjk", A64.conj(), x64) if adjoint else A64 @ x64
+        tol = 5e-14 if ta == np.complex128 else 2e-6
+        assert rel_err(y.get(), ref) < tol * np.sqrt(n_in), (expr, nf, nd, nm)
+
+
+def test_register_target_reaches_the_compiler(monkeypatch):
+    """A target below what the compiler would take on its own holds the build to it."""
+    args = ("sbgemv.cu", "sbgemv_fwd", np.complex128, np.complex128, 2, 4, 1, 1)
+    before = kernels.kernel(*args).num_regs
+    monkeypatch.setitem(kernels.REGISTER_TARGETS, "sbgemv_fwd<double2, double2, 2, 4, 1, 1>", 32)
+    assert before > 32 and kernels.kernel(*args).num_regs <= 32
 
 
 def gemm_kernels_taken(be) -> set:

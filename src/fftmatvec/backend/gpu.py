@@ -1031,11 +1031,12 @@ class GPUBackend(Backend):
             VEC = 2 if (not c128 and nm % 2 == 0 and col0 % 2 == 0 and KB <= 2) else 1
         ncol = col1 - col0
         if KB == 1 and nf * nd * ncol * ta.itemsize >= (1 << 30):
-            # one right-hand side and 1 GiB of Fhat or more: groups of four warps, one load in flight per row and
-            # lane, four rows a group in complex64 (x loaded once per four rows): 888 against 910 us (complex64)
-            # and 1795 against 1840 us (complex128) at the big size, both at 0.94-0.95x the floor
-            # (benchmarks/results/h200-probe-fwdrows-stop24.jsonl)
-            auto = (2 if c128 else 4), 1, 128
+            # one right-hand side and 1 GiB of Fhat or more: groups of four warps, two rows a group, two loads in
+            # flight per row and lane, built to 64 registers (kernels.REGISTER_TARGETS): at the big size
+            # 1801.7-1805.5 us against 1837.0-1839.7 us with one row pair and one load (complex128), 902.3-905.0
+            # against 910.4-911.9 us with four rows and one load (complex64), each at the compiler's own register
+            # count (benchmarks/results/h200-probe-regsloads-stop26*.jsonl)
+            auto = 2, 2, 128
         else:
             # complex64 below 1 GiB of Fhat: two loads in flight per lane, not four (middle size: 48.9 us against
             # 52.1 us; big size: 943 against 931 us, benchmarks/results/h200-probe-fused-io.jsonl)

@@ -102,28 +102,64 @@ def ctype(dtype) -> str:
         raise ValueError(f"no kernel type for dtype {np.dtype(dtype)}; supported: {sorted(map(str, CTYPE))}") from None
 
 
+# Registers per thread that the compiler is asked to fit an instantiation in
+# (NVRTC --maxrregcount; not on HIP).  Left to itself, ptxas (CUDA 13.0,
+# sm_90) fits the one-vector product kernels in fewer registers than they
+# need to keep their loads in flight, and issues the loads of Fhat one or two
+# at a time between the multiply-adds: the blocked complex128 adjoint at the
+# big size took 2022-2051 us with its own 44 registers, 1869-1904 us with a
+# target of 48 or 64 (`python benchmarks/gpu_probe.py --parts regs,regsloads`;
+# benchmarks/results/h200-probe-regs-stop26*.jsonl, h200-probe-regsloads-stop26*.jsonl,
+# docs/gpu-kernels.md).  Entries: the instantiations the engine launches for
+# one vector at the big and middle sizes where a target was faster than the
+# compiler's own count by more than the rounds' spread (times in the
+# comments: with the target, against without); the others are left to the
+# compiler.
+REGISTER_TARGETS = {
+    "sbgemv_adj<double2, double2, 8, 1, 1>": 64,  # big complex128: 1894.9 against 2050.7 us
+    "sbgemv_adj<float2, float2, 8, 2, 1>": 64,  # big complex64: 961.6 against 969.7 us
+    "sbgemv_adj<float2, double2, 8, 2, 1>": 64,  # big, complex128 vector: 961.9 against 969.7 us
+    "sbgemv_adj_flat<double2, double2, 4, 1>": 48,  # middle complex128: 95.3 against 96.5 us
+    "sbgemv_adj_flat<float2, double2, 8, 2>": 48,  # middle, complex128 vector: 51.5 against 53.6 us
+    "sbgemv_fwd<double2, double2, 2, 2, 1, 1>": 64,  # big complex128: 1801.7 against 1917.9 us
+    "sbgemv_fwd<float2, float2, 2, 2, 2, 1>": 64,  # big complex64: 905.0 against 973.2 us
+    "sbgemv_fwd<float2, double2, 2, 2, 2, 1>": 64,  # big, complex128 vector: 919.0 against 1005.6 us
+    "sbgemv_fwd<double2, double2, 2, 4, 1, 1>": 64,  # middle complex128: 94.9 against 100.0 us
+    "sbgemv_fwd<float2, float2, 1, 2, 2, 1>": 48,  # middle complex64: 50.4 against 52.1 us
+    "sbgemv_fwd<float2, double2, 1, 2, 2, 1>": 48,  # middle, complex128 vector: 52.5 against 56.2 us
+}
+
+
 @functools.cache
-def _module(fname: str, expr: str):
+def _module(fname: str, expr: str, registers: int):
     import cupy
 
-    return cupy.RawModule(code=source(fname), options=options(), name_expressions=(expr,))
+    opts = options()
+    if registers and not is_hip():
+        opts += (f"--maxrregcount={registers}",)
+    return cupy.RawModule(code=source(fname), options=opts, name_expressions=(expr,))
 
 
 def kernel(fname: str, name: str, *targs):
     """The kernel ``name<targs...>`` from ``native/fname``, compiled on first use.
 
     ``targs`` are dtypes (mapped through :data:`CTYPE`) or ints (template
-    values).  Compiled lazily, once per instantiation and device (CuPy's
-    RawModule cache).
+    values).  Compiled lazily, once per instantiation, register target
+    (:data:`REGISTER_TARGETS`) and device (CuPy's RawModule cache).
     """
+    expr = name_expression(name, *targs)
+    return _get(fname, expr, REGISTER_TARGETS.get(expr, 0))
+
+
+def name_expression(name: str, *targs) -> str:
+    """The instantiation ``name<targs...>`` as NVRTC names it (``targs`` as for :func:`kernel`)."""
     parts = [ctype(a) if not isinstance(a, (int, np.integer)) else str(int(a)) for a in targs]
-    expr = f"{name}<{', '.join(parts)}>"
-    return _get(fname, expr)
+    return f"{name}<{', '.join(parts)}>"
 
 
 @functools.cache
-def _get(fname: str, expr: str):
-    return _module(fname, expr).get_function(expr)
+def _get(fname: str, expr: str, registers: int):
+    return _module(fname, expr, registers).get_function(expr)
 
 
 def warmup(names: "list[tuple]") -> None:
@@ -133,4 +169,5 @@ def warmup(names: "list[tuple]") -> None:
         kernel(*spec)
 
 
-__all__ = ["CTYPE", "native_dir", "expand_includes", "source", "options", "kernel", "ctype", "is_hip", "warmup"]
+__all__ = ["CTYPE", "REGISTER_TARGETS", "native_dir", "expand_includes", "source", "options", "kernel",
+           "name_expression", "ctype", "is_hip", "warmup"]
