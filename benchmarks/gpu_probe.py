@@ -148,6 +148,20 @@ def main(argv=None) -> int:
         end.synchronize()
         return cp.cuda.get_elapsed_time(start, end) * 1e-3 / n
 
+    def alternated(what, variants, floor, rounds=7, n=10, per_variant=None, **fields):
+        """Time each of ``variants`` (name -> call) ``n`` times back to back per
+        round, in rounds that alternate them, and emit each one's median (us,
+        spread over the rounds, x ``floor`` seconds) with ``fields`` and its
+        ``per_variant`` entries."""
+        times = {k: [] for k in variants}
+        for _ in range(rounds):
+            for k, call in variants.items():
+                times[k].append(loop_time(call, n=n))
+        for k, ts in times.items():
+            t = float(np.median(ts))
+            emit(what=what, **fields, variant=k, **(per_variant or {}).get(k, {}), us=round(t * 1e6, 2),
+                 spread_us=round((max(ts) - min(ts)) * 1e6, 2), floor_ratio=round(t / floor, 4))
+
     def rand_c(shape, dt):
         """Random complex array (no zero parts) of complex dtype dt."""
         real = np.float32 if np.dtype(dt) == np.complex64 else np.float64
@@ -1114,14 +1128,7 @@ def main(argv=None) -> int:
                     kname = "sbgemv_adj_flat" if flat else "sbgemv_adj"
                     variants[f"kernel {kname} store={'evict-last' if keep else 'plain'}"] = (
                         lambda fn=fn, g=kgrid, b=block, sm=smem, t=tail: fn(g, b, (A, X, Y) + t, shared_mem=sm))
-            times = {k: [] for k in variants}
-            for _ in range(7):
-                for k, call in variants.items():
-                    times[k].append(loop_time(call, n=20))
-            for k, ts in times.items():
-                t = float(np.median(ts))
-                emit(what="adj_parts", ta=str(ta), variant=k, us=round(t * 1e6, 2),
-                     spread_us=round((max(ts) - min(ts)) * 1e6, 2), floor_ratio=round(t / floor, 4))
+            alternated("adj_parts", variants, floor, n=20, ta=str(ta))
             A = None
 
     def part_slabs():
@@ -1206,14 +1213,7 @@ def main(argv=None) -> int:
             Xk = rand_c((nf, nd, 1), ta)
             variants["kernel sbgemv_adj"] = lambda fn=fn, g=kgrid, b=block, sm=smem, t=tail: fn(
                 g, b, (A, Xk, Y) + t, shared_mem=sm)
-            times = {k: [] for k in variants}
-            for _ in range(5):
-                for k, call in variants.items():
-                    times[k].append(loop_time(call, n=10))
-            for k, ts in times.items():
-                t = float(np.median(ts))
-                emit(what="slabs", ta=str(ta), variant=k, us=round(t * 1e6, 2),
-                     spread_us=round((max(ts) - min(ts)) * 1e6, 2), floor_ratio=round(t / floor, 4))
+            alternated("slabs", variants, floor, rounds=5, ta=str(ta))
             A = None
 
     def part_adj_c128():
@@ -1325,17 +1325,13 @@ def main(argv=None) -> int:
             else:
                 variants["copy: " + k if k != "copy" else "copy"] = (
                     lambda fn=fn: fn((grid,), (128,), (A, X, Y, np.int32(nd), np.int32(nm), np.int32(0))))
-        times = {k: [] for k in variants}
-        for _ in range(7):
-            for k, call in variants.items():
-                times[k].append(loop_time(call, n=10))
-                if k.startswith("copy") and "float" not in k:
-                    err = float(cp.abs(Y - Yref).max() / cp.abs(Yref).max())
-                    assert err < 1e-12, (k, err)
-        for k, ts in times.items():
-            t = float(np.median(ts))
-            emit(what="adj_c128", variant=k, us=round(t * 1e6, 2), spread_us=round((max(ts) - min(ts)) * 1e6, 2),
-                 floor_ratio=round(t / floor, 4))
+        variants["kernel sbgemv_adj"]()
+        for k, call in variants.items():
+            if k.startswith("copy") and "float" not in k:
+                call()
+                err = float(cp.abs(Y - Yref).max() / cp.abs(Yref).max())
+                assert err < 1e-12, (k, err)
+        alternated("adj_c128", variants, floor)
 
     def part_regs():
         """The one-vector product kernels compiled with a register cap (NVRTC
@@ -1375,15 +1371,9 @@ def main(argv=None) -> int:
                             regs[key] = fn.num_regs
                             variants[key] = lambda fn=fn, g=grid, b=block, sm=smem, t=tail: fn(
                                 g, b, (A, X, Y) + t, shared_mem=sm)
-                        times = {k: [] for k in variants}
-                        for _ in range(7):
-                            for k, call in variants.items():
-                                times[k].append(loop_time(call, n=10 if nm == Nm else 50))
-                        for k, ts in times.items():
-                            t = float(np.median(ts))
-                            emit(what="regs", size=f"{nm}x{nd}x{nt}", kernel=expr, variant=k, registers=regs[k],
-                                 us=round(t * 1e6, 2), spread_us=round((max(ts) - min(ts)) * 1e6, 2),
-                                 floor_ratio=round(t / floor, 4))
+                        alternated("regs", variants, floor, n=10 if nm == Nm else 50,
+                                   per_variant={k: {"registers": r} for k, r in regs.items()},
+                                   size=f"{nm}x{nd}x{nt}", kernel=expr)
                     A = None
         finally:
             kernels.kernel = engine_kernel
@@ -1426,14 +1416,8 @@ def main(argv=None) -> int:
                         regs[key] = fn.num_regs
                         variants[key] = lambda fn=fn, g=grid, b=block, sm=smem, tl=tail: fn(
                             g, b, (A, X, Y) + tl, shared_mem=sm)
-                times = {k: [] for k in variants}
-                for _ in range(5):
-                    for k, call in variants.items():
-                        times[k].append(loop_time(call, n=10))
-                for k, ts in times.items():
-                    tm = float(np.median(ts))
-                    emit(what="regs_loads", variant=k, registers=regs[k], us=round(tm * 1e6, 2),
-                         spread_us=round((max(ts) - min(ts)) * 1e6, 2), floor_ratio=round(tm / floor, 4))
+                alternated("regs_loads", variants, floor, rounds=5,
+                           per_variant={k: {"registers": r} for k, r in regs.items()})
             A = None
 
     def part_pdl():
