@@ -8,7 +8,8 @@ import fftmatvec.backend.kernels as k
 
 
 def test_register_targets_reach_the_compiler(monkeypatch):
-    """An instantiation listed in REGISTER_TARGETS is built with --maxrregcount (not on HIP), others without."""
+    """An instantiation listed in REGISTER_TARGETS is built with --maxrregcount on the architecture the
+    targets were measured on, others without, and none on another architecture or on HIP."""
     built = []
 
     class FakeModule:
@@ -18,23 +19,24 @@ def test_register_targets_reach_the_compiler(monkeypatch):
         def get_function(self, expr):
             return expr
 
-    hip = [False]
+    device = {}
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(RawModule=FakeModule))
-    monkeypatch.setattr(k, "is_hip", lambda: hip[0])
-    for fn in (k._module, k._get):
-        fn.cache_clear()
+    monkeypatch.setattr(k, "is_hip", lambda: device["hip"])
+    monkeypatch.setattr(k, "compute_capability", lambda: device["arch"])
     monkeypatch.setattr(k, "REGISTER_TARGETS", {"sbgemv_fwd<float2, float2, 1, 2, 2, 1>": 48})
+    listed = ("sbgemv.cu", "sbgemv_fwd", "complex64", "complex64", 1, 2, 2, 1)
     try:
-        k.kernel("sbgemv.cu", "sbgemv_fwd", "complex64", "complex64", 1, 2, 2, 1)
-        k.kernel("sbgemv.cu", "sbgemv_fwd", "complex128", "complex128", 1, 2, 1, 1)
-        hip[0] = True
-        for fn in (k._module, k._get):
-            fn.cache_clear()
-        k.kernel("sbgemv.cu", "sbgemv_fwd", "complex64", "complex64", 1, 2, 2, 1)
+        for setting in ({}, {"arch": "80"}, {"hip": True}):
+            device.update({"hip": False, "arch": k.REGISTER_TARGETS_ARCH}, **setting)
+            for fn in (k._module, k._get):
+                fn.cache_clear()
+            k.kernel(*listed)
+            if not setting:
+                k.kernel("sbgemv.cu", "sbgemv_fwd", "complex128", "complex128", 1, 2, 1, 1)
     finally:
         for fn in (k._module, k._get):
             fn.cache_clear()
-    assert [("--maxrregcount=48" in opts) for _, opts in built] == [True, False, False]
+    assert [("--maxrregcount=48" in opts) for _, opts in built] == [True, False, False, False]
     assert built[0][0] == "sbgemv_fwd<float2, float2, 1, 2, 2, 1>"
 
 

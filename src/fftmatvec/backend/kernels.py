@@ -114,7 +114,9 @@ def ctype(dtype) -> str:
 # one vector at the big and middle sizes where a target was faster than the
 # compiler's own count by more than the rounds' spread (times in the
 # comments: with the target, against without); the others are left to the
-# compiler.
+# compiler.  They apply on devices of compute capability
+# REGISTER_TARGETS_ARCH only, the one they were measured on.
+REGISTER_TARGETS_ARCH = "90"
 REGISTER_TARGETS = {
     "sbgemv_adj<double2, double2, 8, 1, 1>": 64,  # big complex128: 1894.9 against 2050.7 us
     "sbgemv_adj<float2, float2, 8, 2, 1>": 64,  # big complex64: 961.6 against 969.7 us
@@ -130,12 +132,19 @@ REGISTER_TARGETS = {
 }
 
 
+def compute_capability() -> str:
+    """The current device's compute capability, e.g. ``"90"``."""
+    import cupy
+
+    return cupy.cuda.Device().compute_capability
+
+
 @functools.cache
 def _module(fname: str, expr: str, registers: int):
     import cupy
 
     opts = options()
-    if registers and not is_hip():
+    if registers and not is_hip() and compute_capability() == REGISTER_TARGETS_ARCH:
         opts += (f"--maxrregcount={registers}",)
     return cupy.RawModule(code=source(fname), options=opts, name_expressions=(expr,))
 
@@ -144,8 +153,9 @@ def kernel(fname: str, name: str, *targs):
     """The kernel ``name<targs...>`` from ``native/fname``, compiled on first use.
 
     ``targs`` are dtypes (mapped through :data:`CTYPE`) or ints (template
-    values).  Compiled lazily, once per instantiation, register target
-    (:data:`REGISTER_TARGETS`) and device (CuPy's RawModule cache).
+    values).  Compiled lazily, once per instantiation and register target
+    (:data:`REGISTER_TARGETS`, on the architecture they were measured on),
+    and per device (CuPy's RawModule cache).
     """
     expr = name_expression(name, *targs)
     return _get(fname, expr, REGISTER_TARGETS.get(expr, 0))
@@ -169,5 +179,5 @@ def warmup(names: "list[tuple]") -> None:
         kernel(*spec)
 
 
-__all__ = ["CTYPE", "REGISTER_TARGETS", "native_dir", "expand_includes", "source", "options", "kernel",
-           "name_expression", "ctype", "is_hip", "warmup"]
+__all__ = ["CTYPE", "REGISTER_TARGETS", "REGISTER_TARGETS_ARCH", "compute_capability", "native_dir",
+           "expand_includes", "source", "options", "kernel", "name_expression", "ctype", "is_hip", "warmup"]
