@@ -6,6 +6,8 @@ Builds random ``Fhat`` directly on the device (no host-side impulse
 responses), so that the big size costs seconds, not minutes.  Times
 
 * the copy-bandwidth floor,
+* the fused transforms' launch set-ups forced one by one at the big size
+  (``fftsweep``),
 * SBGEMV kernel variants (rows per group R, loads in flight U, columns per
   thread block) forward and adjoint, at the target sizes,
 * the whole local product (``LocalBTT.apply``) eager and replayed,
@@ -313,6 +315,69 @@ def main(argv=None) -> int:
         gpu_module.fft_radices = with_10
         be.fused_threads = None
         be._fused.clear()
+
+    def part_fft_sweep():
+        """Launch set-ups of the fused transforms forced one by one at the big
+        size (series per block S, threads, one buffer or two, radices), device
+        times from CUPTI, against the engine's own set-up; and the engine's
+        set-up at series counts that fill whole waves of blocks or not."""
+        import fftmatvec.backend.gpu as gpu_module
+
+        cases = (("dssdd rfft", np.float64, C64, False), ("ddssd irfft", np.float64, C64, True),
+                 ("ddddd rfft", np.float64, C128, False), ("ddddd irfft", np.float64, C128, True))
+        engine_config = be._fused_config
+        for label, real, ctype, inverse in cases:
+            x = cp.random.standard_normal((Nm, Nt, 1)).astype(real)
+            xh = cp.empty((Nf, Nm, 1), ctype)
+            be.pad_rfft(x, xh)
+            y = cp.empty_like(x)
+            fft_real = np.float32 if ctype == C64 else np.float64
+            run = (lambda: be.irfft_unpad(xh, y, fft_real)) if inverse else (lambda: be.pad_rfft(x, xh))
+            which = "irfft_unpad" if inverse else "rfft_pad"
+            ideal = (x.nbytes + xh.nbytes) / bw
+            own = engine_config(Nt, ctype, Nm, 1)
+            setups = [(own[0], own[1][which], own[6][which], tuple(own[5]), "engine")]
+            for radices in ((10, 10, 10), (8, 5, 5, 5), (5, 5, 5, 8)):
+                for S in (1, 2, 4, 8):
+                    for threads in (128, 256, 384, 512):
+                        for in_place in (False, True):
+                            if in_place and not gpu_module.fused_in_place(Nt, S, threads, list(radices)):
+                                continue
+                            if radices != (10, 10, 10) and (S, threads) != own[:1] + (own[1][which],):
+                                continue
+                            row = S * gpu_module.fused_row_stride(Nt, S, ctype.itemsize) * ctype.itemsize
+                            if (1 if in_place else 2) * row > be.smem_limit:
+                                continue
+                            setups.append((S, threads, in_place, radices, "forced"))
+            run()
+            ref = (y if inverse else xh).copy()
+            for S, threads, in_place, radices, kind in setups:
+                twp = cp.asarray(gpu_module.pass_twiddles(list(radices)).astype(ctype))
+                cfg = (S, {which: threads}, {which: (1 if in_place else 2) * S * gpu_module.fused_row_stride(
+                    Nt, S, ctype.itemsize) * ctype.itemsize}, twp, own[4], radices, {which: in_place})
+                be._fused_config = lambda *a, cfg=cfg: cfg
+                try:
+                    (y if inverse else xh).fill(0)
+                    run()
+                    err = float(cp.abs((y if inverse else xh) - ref).max() / cp.abs(ref).max())
+                    t = sum(kernel_times(run).values())
+                    emit(what="fftsweep", case=label, kind=kind, S=S, threads=threads, in_place=in_place,
+                         radices=list(radices), us=round(t, 2), ideal_us=round(ideal * 1e6, 2), err=err)
+                except Exception as exc:
+                    emit(what="fftsweep", case=label, kind=kind, S=S, threads=threads, in_place=in_place,
+                         radices=list(radices), error=str(exc)[:200])
+                finally:
+                    be._fused_config = engine_config
+        for label, real, ctype, inverse in cases:
+            for n in (4752, 5000, 5280):
+                x = cp.random.standard_normal((n, Nt, 1)).astype(real)
+                xh = cp.empty((Nf, n, 1), ctype)
+                y = cp.empty_like(x)
+                fft_real = np.float32 if ctype == C64 else np.float64
+                run = (lambda: be.irfft_unpad(xh, y, fft_real)) if inverse else (lambda: be.pad_rfft(x, xh))
+                be.pad_rfft(x, xh)
+                t = sum(kernel_times(run).values())
+                emit(what="fftwaves", case=label, n=n, us=round(t, 2), us_per_1000_series=round(t * 1000 / n, 3))
 
     def part_mid_variants():
         """Launch parameters of the product kernels, device times from CUPTI: every variant at the
@@ -1719,7 +1784,7 @@ def main(argv=None) -> int:
 
     for name, fn in (("latency", part_latency), ("small", part_small), ("mid", part_mid),
                      ("midvar", part_mid_variants), ("fft", part_fft), ("fftvar", part_fft_variants),
-                     ("fftradix", part_fft_radices), ("variants", part_variants), ("engine", part_engine),
+                     ("fftradix", part_fft_radices), ("fftsweep", part_fft_sweep), ("variants", part_variants), ("engine", part_engine),
                      ("kgemm", part_kgemm), ("waves", part_waves), ("gemmvar", part_gemm_variants),
                      ("adjvar", part_adj_variants), ("fwdrows", part_fwd_rows),
                      ("k16", part_k16), ("overlap", part_overlap), ("kernels", part_kernels),
