@@ -355,67 +355,28 @@ template <int S> FMV_DEV index_t thread_series_base(int s0, int K, int M) {
     return series_base(s0 + (threadIdx.x & (S - 1)), K, M);
 }
 
-// Asynchronous copy (cp_async) of n runs of `run` elements of T, run r from
-// src + r * stride to dst + r * dst_stride, by the NT threads of the block:
-// in 16-byte pieces where the runs, strides and src allow, else one element
-// a copy.  The caller commits and waits (cp_async_commit, cp_async_wait).
-template <int NT, typename T>
-FMV_DEV void stage_runs(T* dst, int dst_stride, const T* src, index_t stride, int n, int run) {
-    const bool wide = (run * sizeof(T)) % 16 == 0 && (dst_stride * sizeof(T)) % 16 == 0 &&
-                      (n == 1 || (stride * sizeof(T)) % 16 == 0) && reinterpret_cast<unsigned long long>(src) % 16 == 0;
-    if (wide) {
-        const int per = (int)(run * sizeof(T) / 16);
-        char* d = reinterpret_cast<char*>(dst);
-        const char* g = reinterpret_cast<const char*>(src);
-#pragma unroll 4
-        for (int i = threadIdx.x; i < n * per; i += NT) {
-            const int r = n == 1 ? 0 : i / per, c = i - r * per;
-            cp_async<16>(d + (index_t)r * dst_stride * sizeof(T) + 16 * c, g + (r * stride) * (index_t)sizeof(T) + 16 * c,
-                         true);
-        }
-    } else {
-#pragma unroll 4
-        for (int i = threadIdx.x; i < n * run; i += NT) {
-            const int r = n == 1 ? 0 : i / run, c = i - r * run;
-            cp_async<(int)sizeof(T)>(dst + r * dst_stride + c, src + r * stride + c, true);
-        }
-    }
+// Samples 2m and 2m + 1 go as one pair (one 2 * sizeof(T) access) when the
+// series are contiguous (K == 1), M is even and x is aligned to a pair (a
+// caller's view may not be).
+template <int M, typename T> FMV_DEV bool pairs_aligned(const T* x, int K) {
+    return M % 2 == 0 && K == 1 && reinterpret_cast<unsigned long long>(x) % (2 * sizeof(T)) == 0;
 }
 
-// The samples of the group of series s0 .. s0 + ns - 1 (ns <= S) into the
-// staging buffer: series-major (s M + t) for K == 1, where the group is one
-// contiguous run of x, else time-major (t S + s) as in x: M runs of S values
-// where S divides K, else one sample a copy (the group's series then belong
-// to more than one parameter).
-template <int M, int S, int NT, typename TI>
-FMV_DEV void stage_samples(const TI* __restrict__ x, int s0, int ns, int K, TI* stg) {
-    if (K == 1) {
-        stage_runs<NT>(stg, 0, x + (index_t)s0 * M, 0, 1, ns * M);
-    } else if (K % S == 0) {
-        stage_runs<NT>(stg, S, x + series_base(s0, K, M), K, M, S);
-    } else {
-        for (int i = threadIdx.x; i < ns * M; i += NT) {
-            const int t = i / ns, s = i - t * ns;
-            cp_async<(int)sizeof(TI)>(stg + t * S + s, x + series_base(s0 + s, K, M) + (index_t)t * K, true);
-        }
-    }
-}
-
-// The first pass of the forward transform (NS = 1), from the staged samples
-// (stage_samples): butterfly j of series s takes z[j + r nb] = x[2 (j + r nb)]
-// + i x[2 (j + r nb) + 1] for r < R, zero from sample M on; the r whose
-// samples are all padding (2 r nb >= M) are zero at compile time and never read.
+// The first pass of the forward transform (NS = 1), from global memory:
+// butterfly j of series s takes z[j + r nb] = x[2 (j + r nb)] + i x[2 (j + r nb) + 1]
+// for r < R, zero from sample M on; the r whose samples are all padding
+// (2 r nb >= M) are zero at compile time and never loaded.
 template <int R, int M, int S, int LOGS, int NT, typename TI, typename C>
-FMV_DEV void first_pass_from_staging(const TI* stg, int ns, int K, C* out) {
+FMV_DEV void first_pass_from_global(const TI* __restrict__ x, int s0, int ns, int K, C* out) {
     typedef typename real_of<C>::type TR;
     constexpr int nb = M / R, ld = Row<M, S, C>::ld;
-    const bool pairs = M % 2 == 0 && K == 1;  // samples 2m and 2m + 1 side by side: one access
+    const bool pairs = pairs_aligned<M>(x, K);
+    const TI* xk = x + thread_series_base<S>(s0, K, M);
 #pragma unroll 1
     for (int e = threadIdx.x; e < S * nb; e += NT) {
         int s, j;
         work_item<S, LOGS, nb>(e, K, s, j);
-        const TI* xs = K == 1 ? stg + s * M : stg + s;
-        const int step = K == 1 ? 1 : S;
+        const TI* xs = K == 1 ? x + (index_t)(s0 + s) * M : xk;
         C v[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) {
@@ -424,14 +385,15 @@ FMV_DEV void first_pass_from_staging(const TI* stg, int ns, int K, C* out) {
             if (2 * r * nb >= M || s >= ns) continue;
             if (2 * (r + 1) * nb <= M) {  // both samples of every j are data
                 if (pairs) {
-                    const typename pair_of<TI>::type p = *reinterpret_cast<const typename pair_of<TI>::type*>(xs + t);
+                    const typename pair_of<TI>::type p =
+                        FMV_LDG(reinterpret_cast<const typename pair_of<TI>::type*>(xs + t));
                     v[r] = cmake<C>((TR)p.x, (TR)p.y);
                 } else {
-                    v[r] = cmake<C>((TR)xs[t * step], (TR)xs[(t + 1) * step]);
+                    v[r] = cmake<C>((TR)FMV_LDG(xs + (index_t)t * K), (TR)FMV_LDG(xs + (index_t)(t + 1) * K));
                 }
             } else {
-                if (t < M) v[r].x = (TR)xs[t * step];
-                if (t + 1 < M) v[r].y = (TR)xs[(t + 1) * step];
+                if (t < M) v[r].x = (TR)FMV_LDG(xs + (index_t)t * K);
+                if (t + 1 < M) v[r].y = (TR)FMV_LDG(xs + (index_t)(t + 1) * K);
             }
         }
         twiddle_dft<R, -1, 1>(v, (const C*)nullptr, 0);
@@ -441,19 +403,11 @@ FMV_DEV void first_pass_from_staging(const TI* stg, int ns, int K, C* out) {
     }
 }
 
-// The spectra Y[f * B + s] (f <= M) of the group of series s0 .. s0 + ns - 1
-// into the staging buffer, frequency-major (f S + s) as in Y.
-template <int M, int S, int NT, typename TI>
-FMV_DEV void stage_spectra(const TI* __restrict__ Y, int s0, int ns, int B, TI* stg) {
-    stage_runs<NT>(stg, S, Y + s0, B, M + 1, ns);
-}
-
 // The first pass of the inverse transform (NS = 1) with the pre-processing
-// (complex_sample), from the staged spectra (stage_spectra: Y[f] of series s
-// at stg[f S + s]), f <= M.  As numpy.fft, the imaginary parts of Y[0] and
-// Y[M] are ignored.
+// (complex_sample), from Y[f * B + s] (Yb = Y + s0), f <= M.  As numpy.fft,
+// the imaginary parts of Y[0] and Y[M] are ignored.
 template <int R, int M, int S, int LOGS, int NT, typename TI, typename C>
-FMV_DEV void first_pass_from_staging(const TI* stg, const C* __restrict__ twl, int ns, C* out) {
+FMV_DEV void first_pass_from_spectrum(const TI* __restrict__ Yb, const C* __restrict__ twl, int ns, int B, C* out) {
     constexpr int nb = M / R, ld = Row<M, S, C>::ld;
 #pragma unroll 1
     for (int e = threadIdx.x; e < PairItem<S, LOGS, nb>::count; e += NT) {
@@ -462,10 +416,10 @@ FMV_DEV void first_pass_from_staging(const TI* stg, const C* __restrict__ twl, i
         // butterfly 0's partner lane loads Y[nb + r nb] (j = nb), so its values are Y[M - r nb] for lane 0 as
         // well: Y[0] of one lane and Y[M] of the other are the only values whose imaginary part is dropped
         const int jl = it.j == 0 && it.h == 1 ? nb : it.j;
-        const TI* Ys = stg + it.sl;
+        const TI* Ys = Yb + it.sl;
         C v[R];
 #pragma unroll
-        for (int r = 0; r < R; ++r) v[r] = valid ? ccast<C>(Ys[(jl + r * nb) * S]) : czero<C>();
+        for (int r = 0; r < R; ++r) v[r] = valid ? cload<C>(Ys + (index_t)(jl + r * nb) * B) : czero<C>();
         if (jl == 0) v[0].y = 0;
         if (jl == nb) v[R - 1].y = 0;
         const C wj = FMV_LDG(twl + it.j);  // W^f = W^j W^(r nb): the second factor is the same for all lanes
@@ -485,13 +439,6 @@ FMV_DEV void first_pass_from_staging(const TI* stg, const C* __restrict__ twl, i
 #pragma unroll
         for (int r = 0; r < R; ++r) dst[r] = v[r];
     }
-}
-
-// Samples 2m and 2m + 1 go as one pair (one 2 * sizeof(T) access) when the
-// series are contiguous (K == 1), M is even and y is aligned to a pair (a
-// caller's view may not be).
-template <int M, typename T> FMV_DEV bool pairs_aligned(const T* y, int K) {
-    return M % 2 == 0 && K == 1 && reinterpret_cast<unsigned long long>(y) % (2 * sizeof(T)) == 0;
 }
 
 // The last pass of the inverse transform (NS R = M), to global memory:
@@ -607,14 +554,6 @@ template <int M, int S, int LOGS, int NT, typename C, typename TO> struct ToSamp
     }
 };
 
-// Where the staging buffer starts in the dynamic shared memory, in 16-byte
-// units: after the transform's one or two buffers (IP) of S rows, rounded up
-// so that the 16-byte copies of stage_runs are aligned.  The same rule as
-// fused_staging_offset in backend/gpu.py.
-template <int M, int S, int IP, typename C> struct StagingOffset {
-    static constexpr int value = ((IP ? 1 : 2) * S * Row<M, S, C>::ld * (int)sizeof(C) + 15) / 16;
-};
-
 // Blocks of NT threads per multiprocessor that the register budget is set for,
 // for THREADS resident threads.
 template <int THREADS, int NT> constexpr int blocks_of() { return THREADS / NT > 0 ? THREADS / NT : 1; }
@@ -637,22 +576,11 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 10
     static_assert(!IP || fmv::InPlace<M, S, NT, Rs...>::value, "in place needs one butterfly per thread and pass");
     TC* buf0 = reinterpret_cast<TC*>(fmv_smem);
     TC* buf1 = IP ? buf0 : buf0 + S * ld;
-    TI* stg = reinterpret_cast<TI*>(fmv_smem + fmv::StagingOffset<M, S, IP, TC>::value);
-    const int groups = (B + S - 1) / S;
-    if (blockIdx.x < groups)
-        fmv::stage_samples<M, S, NT>(x, blockIdx.x * S, fmv::min_(S, B - (int)blockIdx.x * S), K, stg);
-    fmv::cp_async_commit();
-    for (int g = blockIdx.x; g < groups; g += gridDim.x) {
-        const int s0 = g * S, ns = fmv::min_(S, B - s0), next = g + gridDim.x;
-        fmv::cp_async_wait<0>();
-        __syncthreads();
-        fmv::first_pass_from_staging<Radices::first, M, S, LOGS, NT>(stg, ns, K, buf0);
-        __syncthreads();
-        if (next < groups) fmv::stage_samples<M, S, NT>(x, next * S, fmv::min_(S, B - next * S), K, stg);
-        fmv::cp_async_commit();
-        Radices::template rest<-1, M, S, NT, IP, TC>::run(
-            buf0, buf1, twp, fmv::ToSpectrum<M, S, LOGS, NT, IP, TC, TO>{twl, X + s0, ns, B, keep});
-    }
+    const int s0 = blockIdx.x * S;
+    const int ns = fmv::min_(S, B - s0);
+    fmv::first_pass_from_global<Radices::first, M, S, LOGS, NT>(x, s0, ns, K, buf0);
+    Radices::template rest<-1, M, S, NT, IP, TC>::run(
+        buf0, buf1, twp, fmv::ToSpectrum<M, S, LOGS, NT, IP, TC, TO>{twl, X + s0, ns, B, keep});
 }
 
 // Stages 4-5: y_s[t] = scale * sum_f' Y[f * B + s] exp(2 pi i f t / L), t < M = Nt (Hermitian extension of
@@ -670,22 +598,11 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 10
     static_assert(!IP || fmv::InPlace<M, S, NT, Rs...>::value, "in place needs one butterfly per thread and pass");
     TC* buf0 = reinterpret_cast<TC*>(fmv_smem);
     TC* buf1 = IP ? buf0 : buf0 + S * ld;
-    TI* stg = reinterpret_cast<TI*>(fmv_smem + fmv::StagingOffset<M, S, IP, TC>::value);
-    const int groups = (B + S - 1) / S;
-    if (blockIdx.x < groups)
-        fmv::stage_spectra<M, S, NT>(Y, blockIdx.x * S, fmv::min_(S, B - (int)blockIdx.x * S), B, stg);
-    fmv::cp_async_commit();
-    for (int g = blockIdx.x; g < groups; g += gridDim.x) {
-        const int s0 = g * S, ns = fmv::min_(S, B - s0), next = g + gridDim.x;
-        fmv::cp_async_wait<0>();
-        __syncthreads();
-        fmv::first_pass_from_staging<Radices::first, M, S, LOGS, NT>(stg, twl, ns, buf0);
-        __syncthreads();
-        if (next < groups) fmv::stage_spectra<M, S, NT>(Y, next * S, fmv::min_(S, B - next * S), B, stg);
-        fmv::cp_async_commit();
-        Radices::template rest<1, M, S, NT, IP, TC>::run(
-            buf0, buf1, twp, fmv::ToSamples<M, S, LOGS, NT, TC, TO>{y, s0, ns, K, scale});
-    }
+    const int s0 = blockIdx.x * S;
+    const int ns = fmv::min_(S, B - s0);
+    fmv::first_pass_from_spectrum<Radices::first, M, S, LOGS, NT>(Y + s0, twl, ns, B, buf0);
+    Radices::template rest<1, M, S, NT, IP, TC>::run(
+        buf0, buf1, twp, fmv::ToSamples<M, S, LOGS, NT, TC, TO>{y, s0, ns, K, scale});
 }
 
 #ifdef FFTMATVEC_INSTANTIATE

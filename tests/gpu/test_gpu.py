@@ -898,42 +898,6 @@ def test_fused_transforms_in_place(gpu, nt):
         gpu._fused.clear()
 
 
-@pytest.mark.parametrize("blocks", [1, 3])
-@pytest.mark.parametrize("nt", [7, 10, 500, 1000])
-def test_fused_transforms_loop_over_groups(gpu, nt, blocks):
-    """Each block of a fused transform loops over groups of S series and
-    stages the next group's input while it transforms the current one: with
-    the grid capped at 1 and 3 blocks and S > 1 (one multiprocessor counted),
-    every block runs many groups (a partial last one for K = 1; K = 16, which
-    S divides, and K = 3, where a group's series belong to more than one
-    parameter), in every precision pair, against NumPy; outputs poisoned with
-    NaN first."""
-    rng = np.random.default_rng()
-    saved = gpu.fused_max_blocks, gpu.sm_count
-    try:
-        gpu.fused_max_blocks, gpu.sm_count = blocks, 1
-        for n, K in ((200, 1), (10, 16), (60, 3)):
-            for tin, tfft in ((np.float64, np.float64), (np.float64, np.float32), (np.float32, np.float32)):
-                cplx = np.dtype(np.result_type(tfft, np.complex64))
-                gpu._fused.clear()
-                S = gpu._fused_config(nt, cplx, n * K, K)[0]
-                assert S > 1 and -(-n * K // S) >= 3 * blocks, (n, K, S)
-                tol = 1e-5 if np.float32 in (tin, tfft) else 1e-13
-                x = rng.standard_normal((n, nt, K)).astype(tin)
-                out = cupy.full((nt + 1, n, K), np.nan, cplx)
-                gpu.pad_rfft(cupy.asarray(x), out)
-                ref = np.fft.rfft(x.astype(np.float64), n=2 * nt, axis=1).transpose(1, 0, 2)
-                assert rel_err(out.get(), ref) < tol, (n, K, tin, tfft)
-                yh = (rng.standard_normal((nt + 1, n, K)) + 1j * rng.standard_normal((nt + 1, n, K))).astype(cplx)
-                y = cupy.full((n, nt, K), np.nan, tin)
-                gpu.irfft_unpad(cupy.asarray(yh), y, tfft)
-                yref = np.fft.irfft(yh.astype(np.complex128), n=2 * nt, axis=0)[:nt].transpose(1, 0, 2)
-                assert rel_err(y.get(), yref) < 10 * tol, (n, K, tin, tfft)
-    finally:
-        gpu.fused_max_blocks, gpu.sm_count = saved
-        gpu._fused.clear()
-
-
 @pytest.mark.parametrize("real", [np.float64, np.float32])
 def test_fused_transforms_unaligned_views(gpu, real):
     """The fused transforms read and write samples in pairs where a pair is

@@ -166,22 +166,6 @@ def fused_in_place(M: int, S: int, threads: int, radices: list[int]) -> bool:
     return all(S * (M // R) <= threads for R in radices)
 
 
-def fused_staging_offset(buffer_bytes: int) -> int:
-    """Offset (bytes) of the fused transforms' staging buffer in their shared
-    memory: after the transform's buffers, rounded up to 16 bytes (the rule
-    of ``StagingOffset`` in native/fft.cu)."""
-    return -(-buffer_bytes // 16) * 16
-
-
-def fused_staging_bytes(which: str, M: int, S: int, itemsize: int) -> int:
-    """Bytes of the staging buffer of a fused transform (``which``: "rfft_pad"
-    or "irfft_unpad") of length ``2 M`` over groups of ``S`` series, whose input
-    has elements of ``itemsize`` bytes: ``S`` series of ``M`` samples, or
-    ``M + 1`` frequencies of ``S`` spectra (``stage_samples`` and
-    ``stage_spectra`` in native/fft.cu)."""
-    return S * (M if which == "rfft_pad" else M + 1) * itemsize
-
-
 def _allow_shared_memory(fn: Any, smem: int) -> None:
     """Let kernel ``fn`` take ``smem`` bytes of dynamic shared memory.  A
     kernel must opt in where its static and dynamic shared memory together
@@ -306,9 +290,6 @@ class GPUBackend(Backend):
         Shared memory (bytes) and threads per block of the fused transforms
         (``fused_threads`` None: by size); measured on an H200 in
         ``benchmarks/results/h200-probe-fused-fft.jsonl``.
-    fused_max_blocks : int or None
-        Most thread blocks of a fused transform (None: as many as fit on the
-        device at once); each block loops over groups of series.
     smem_limit : int
         Dynamic shared memory (bytes) one block may opt in to on this device.
     direct_max_nt, direct_max_work, direct_max_smem : int
@@ -402,7 +383,6 @@ class GPUBackend(Backend):
                            "c2r": os.environ.get("FFTMATVEC_C2R", "fused")}
         self.fused_smem_target = 64 << 10  # shared memory per block of a fused transform (bytes)
         self.fused_threads: int | None = None  # threads per block of a fused transform (None: by size)
-        self.fused_max_blocks: int | None = None  # blocks of a fused transform (None: all that fit at once)
         self._fused: dict[tuple, Any] = {}
         # the one-kernel product of direct_plan: Nt up to this (0: never), one block's DFT work
         # (n_in Nf Nt multiply-adds) and shared memory (bytes) up to these
@@ -930,17 +910,12 @@ class GPUBackend(Backend):
     def _fused_transform(self, which: str, src: Array, dst: Array, ctype: np.dtype, B: int, K: int, M: int,
                          scale: float | None) -> bool:
         """Run ``which`` ("rfft_pad" or "irfft_unpad", native/fft.cu) from ``src``
-        to ``dst``; False (nothing done) when the length is not supported or
-        one block's shared memory would not fit."""
+        to ``dst``; False (nothing done) when the length is not supported."""
         cfg = self._fused_config(M, np.dtype(ctype), B, K)
         if cfg is None or B == 0:
             return cfg is not None
         S, threads_of, smem_of, twp, twl, radices, in_place_of = cfg
-        threads = threads_of[which]
-        # the transform's buffers, then the staging buffer of one group's input (fused_staging_offset)
-        smem = fused_staging_offset(smem_of[which]) + fused_staging_bytes(which, M, S, src.dtype.itemsize)
-        if smem > self.smem_limit:
-            return False
+        threads, smem = threads_of[which], smem_of[which]
         fn = kernels.kernel("fft.cu", which, src.dtype, ctype, dst.dtype, S.bit_length() - 1, threads,
                             int(in_place_of[which]), M, *radices)
         _allow_shared_memory(fn, smem)
@@ -949,11 +924,7 @@ class GPUBackend(Backend):
             args.append(np.int32(dst.nbytes <= self.rfft_keep_max_bytes))
         else:
             args.append(_C2R[np.dtype(ctype)].type(scale))
-        # as many blocks as fit at once, each looping over groups of S series and staging the next group's input
-        # while it transforms the current one
-        blocks = min(-(-B // S), self.sm_count * self._resident_blocks(fn, threads, smem),
-                     self.fused_max_blocks or B)
-        fn((blocks,), (threads,), tuple(args), shared_mem=smem)
+        fn((-(-B // S),), (threads,), tuple(args), shared_mem=smem)
         return True
 
     # -- stage 3 ---------------------------------------------------------
