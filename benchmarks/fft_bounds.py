@@ -42,18 +42,18 @@ _NO_PRE_POST = [
      "    return yf;\n"),
 ]
 _NO_LOAD = [  # values made from their indices, so that nothing upstream folds away
-    ("FMV_LDG(reinterpret_cast<const typename pair_of<TI>::type*>(xs + t));", "{(TI)t, (TI)s};"),
+    ("load_sample<GLOBAL>(reinterpret_cast<const TP*>(xs + t));", "TP{(TI)t, (TI)s};"),
     ("valid ? cload<C>(Ys + (index_t)(jl + r * nb) * B) : czero<C>();",
      "valid ? cmake<C>((typename real_of<C>::type)(jl + r), (typename real_of<C>::type)it.sl) : czero<C>();"),
 ]
 _NO_STORE = [  # stores behind a test that fails at run time, so that the compiler keeps what feeds them
-    ("            st_keep(Xb + (index_t)f * B + sl,", "            if (B < 0) st_keep(Xb + (index_t)f * B + sl,"),
-    ("                st_keep(Xb + (index_t)(M - f) * B + sl,", "                if (B < 0) st_keep(Xb + (index_t)(M - f) * B + sl,"),
-    ("                    *reinterpret_cast<P*>(ys + t) = ", "                    if (K < 0) *reinterpret_cast<P*>(ys + t) = "),
+    ("st_keep(Xb + (index_t)f * B + sl,", "if (B < 0) st_keep(Xb + (index_t)f * B + sl,"),
+    ("st_keep(Xb + (index_t)(M - f) * B + sl,", "if (B < 0) st_keep(Xb + (index_t)(M - f) * B + sl,"),
+    ("*reinterpret_cast<P*>(ys + t) = ", "if (K < 0) *reinterpret_cast<P*>(ys + t) = "),
 ]
-VARIANTS = {"no-twiddles": _NO_TWIDDLES, "no-dft": _NO_DFT, "no-pre-post": _NO_PRE_POST,
-            "skeleton": _NO_DFT + _NO_PRE_POST, "skeleton-no-load": _NO_DFT + _NO_PRE_POST + _NO_LOAD,
-            "skeleton-no-store": _NO_DFT + _NO_PRE_POST + _NO_STORE}
+_SKELETON = _NO_DFT + _NO_PRE_POST
+VARIANTS = {"no-twiddles": _NO_TWIDDLES, "no-dft": _NO_DFT, "no-pre-post": _NO_PRE_POST, "skeleton": _SKELETON,
+            "skeleton-no-load": _SKELETON + _NO_LOAD, "skeleton-no-store": _SKELETON + _NO_STORE}
 
 
 def variant_source(text: str, edits: list[tuple[str, str]]) -> str:

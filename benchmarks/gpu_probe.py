@@ -1784,7 +1784,8 @@ def main(argv=None) -> int:
 
     for name, fn in (("latency", part_latency), ("small", part_small), ("mid", part_mid),
                      ("midvar", part_mid_variants), ("fft", part_fft), ("fftvar", part_fft_variants),
-                     ("fftradix", part_fft_radices), ("fftsweep", part_fft_sweep), ("variants", part_variants), ("engine", part_engine),
+                     ("fftradix", part_fft_radices), ("fftsweep", part_fft_sweep), ("variants", part_variants),
+                     ("engine", part_engine),
                      ("kgemm", part_kgemm), ("waves", part_waves), ("gemmvar", part_gemm_variants),
                      ("adjvar", part_adj_variants), ("fwdrows", part_fwd_rows),
                      ("k16", part_k16), ("overlap", part_overlap), ("kernels", part_kernels),

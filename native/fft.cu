@@ -40,10 +40,15 @@
 // X[f * B + s] with B = n * K series.  As numpy.fft, the inverse ignores the
 // imaginary parts of Y[0] and Y[M].
 //
-// Launch: gridDim.x = ceil(B / S) with S = 2^LOGS <= 16 (a divisor of K when K > 1),
-// blockDim.x = NT (a multiple of 32), dynamic shared memory n * S * Row<M, S, TC>::ld * sizeof(TC) with
+// rfft_pad with STAGED (K = 1; the engine takes it from float64 samples into
+// complex64) launches only the blocks that fit at once: each loops over groups
+// of S series and copies the next group's samples into shared memory
+// (cp.async) while it transforms the current one.
+//
+// Launch: gridDim.x = ceil(B / S) (STAGED: at most that) with S = 2^LOGS <= 16 (with K > 1 the series of a
+// block may belong to more than one p), blockDim.x = NT (a multiple of 32), dynamic shared memory n * S * Row<M, S, TC>::ld * sizeof(TC) with
 // n = 1 buffer when the template argument IP is 1 (in place: allowed when every pass has at most one
-// butterfly per thread, InPlace), else 2.
+// butterfly per thread, InPlace), else 2; STAGED adds S * M samples of TI from StagingOffset on.
 #include "fftmatvec_common.cuh"
 
 using fmv::index_t;
@@ -362,13 +367,24 @@ template <int M, typename T> FMV_DEV bool pairs_aligned(const T* x, int K) {
     return M % 2 == 0 && K == 1 && reinterpret_cast<unsigned long long>(x) % (2 * sizeof(T)) == 0;
 }
 
-// The first pass of the forward transform (NS = 1), from global memory:
-// butterfly j of series s takes z[j + r nb] = x[2 (j + r nb)] + i x[2 (j + r nb) + 1]
-// for r < R, zero from sample M on; the r whose samples are all padding
-// (2 r nb >= M) are zero at compile time and never loaded.
-template <int R, int M, int S, int LOGS, int NT, typename TI, typename C>
-FMV_DEV void first_pass_from_global(const TI* __restrict__ x, int s0, int ns, int K, C* out) {
+// A sample of x: from global memory through the read-only path (GLOBAL),
+// else from the staging buffer in shared memory.
+template <bool GLOBAL, typename T> FMV_DEV T load_sample(const T* p) {
+    if constexpr (GLOBAL)
+        return FMV_LDG(p);
+    else
+        return *p;
+}
+
+// The first pass of the forward transform (NS = 1), from x in global memory
+// (GLOBAL) or staged in shared memory: butterfly j of series s takes
+// z[j + r nb] = x[2 (j + r nb)] + i x[2 (j + r nb) + 1] for r < R, zero from
+// sample M on; the r whose samples are all padding (2 r nb >= M) are zero at
+// compile time and never loaded.
+template <int R, int M, int S, int LOGS, int NT, bool GLOBAL, typename TI, typename C>
+FMV_DEV void first_pass_from_samples(const TI* __restrict__ x, int s0, int ns, int K, C* out) {
     typedef typename real_of<C>::type TR;
+    typedef typename pair_of<TI>::type TP;
     constexpr int nb = M / R, ld = Row<M, S, C>::ld;
     const bool pairs = pairs_aligned<M>(x, K);
     const TI* xk = x + thread_series_base<S>(s0, K, M);
@@ -385,21 +401,34 @@ FMV_DEV void first_pass_from_global(const TI* __restrict__ x, int s0, int ns, in
             if (2 * r * nb >= M || s >= ns) continue;
             if (2 * (r + 1) * nb <= M) {  // both samples of every j are data
                 if (pairs) {
-                    const typename pair_of<TI>::type p =
-                        FMV_LDG(reinterpret_cast<const typename pair_of<TI>::type*>(xs + t));
+                    const TP p = load_sample<GLOBAL>(reinterpret_cast<const TP*>(xs + t));
                     v[r] = cmake<C>((TR)p.x, (TR)p.y);
                 } else {
-                    v[r] = cmake<C>((TR)FMV_LDG(xs + (index_t)t * K), (TR)FMV_LDG(xs + (index_t)(t + 1) * K));
+                    v[r] = cmake<C>((TR)load_sample<GLOBAL>(xs + (index_t)t * K),
+                                    (TR)load_sample<GLOBAL>(xs + (index_t)(t + 1) * K));
                 }
             } else {
-                if (t < M) v[r].x = (TR)FMV_LDG(xs + (index_t)t * K);
-                if (t + 1 < M) v[r].y = (TR)FMV_LDG(xs + (index_t)(t + 1) * K);
+                if (t < M) v[r].x = (TR)load_sample<GLOBAL>(xs + (index_t)t * K);
+                if (t + 1 < M) v[r].y = (TR)load_sample<GLOBAL>(xs + (index_t)(t + 1) * K);
             }
         }
         twiddle_dft<R, -1, 1>(v, (const C*)nullptr, 0);
         C* dst = out + s * ld + j * R;
 #pragma unroll
         for (int r = 0; r < R; ++r) dst[r] = v[r];
+    }
+}
+
+// The n samples from src (global memory) to dst (shared memory), copied
+// asynchronously by the block's NT threads (cp_async; the caller commits and
+// waits): in 16-byte pieces where src and n allow, else one sample a copy.
+template <int NT, typename T> FMV_DEV void stage_samples(T* dst, const T* __restrict__ src, int n) {
+    if (reinterpret_cast<unsigned long long>(src) % 16 == 0 && (n * sizeof(T)) % 16 == 0) {
+        char* d = reinterpret_cast<char*>(dst);
+        const char* g = reinterpret_cast<const char*>(src);
+        for (int i = threadIdx.x; i < (int)(n * sizeof(T) / 16); i += NT) cp_async<16>(d + 16 * i, g + 16 * i, true);
+    } else {
+        for (int i = threadIdx.x; i < n; i += NT) cp_async<(int)sizeof(T)>(dst + i, src + i, true);
     }
 }
 
@@ -554,6 +583,14 @@ template <int M, int S, int LOGS, int NT, typename C, typename TO> struct ToSamp
     }
 };
 
+// Where rfft_pad's staging buffer starts in the dynamic shared memory, in
+// 16-byte units: after the transform's one or two buffers (IP) of S rows,
+// rounded up so that the 16-byte copies are aligned (the rule of
+// fused_staging_offset in backend/gpu.py).
+template <int M, int S, int IP, typename C> struct StagingOffset {
+    static constexpr int value = ((IP ? 1 : 2) * S * Row<M, S, C>::ld * (int)sizeof(C) + 15) / 16;
+};
+
 // Blocks of NT threads per multiprocessor that the register budget is set for,
 // for THREADS resident threads.
 template <int THREADS, int NT> constexpr int blocks_of() { return THREADS / NT > 0 ? THREADS / NT : 1; }
@@ -566,21 +603,47 @@ template <int THREADS, int NT> constexpr int blocks_of() { return THREADS / NT >
 // multiprocessor (two by registers at 48): the big size's forward transform from float64 took 38.8 against
 // 43.4 us, 540 against 660 us with K = 16 (benchmarks/results/h200-fft-ab-c64regs-stop21.jsonl; the inverse
 // gained nothing that way, h200-fft-ab-regs-stop21.jsonl, and keeps 1024).
-template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int M, int... Rs>
+// STAGED (K = 1 only): as many blocks as fit at once, each looping over groups of S series; a group's samples are
+// copied into a staging buffer in shared memory behind the transform's buffers (StagingOffset) while the block
+// transforms the group before it.  Kept where the samples are wider than the transform's reals (float64 into
+// complex64): the big size's 5000 series took 34.6-35.1 against 40.8-41.5 us; from float32, in complex128 and
+// with K = 16 the loop was no faster or slower (benchmarks/results/h200-fft-ab-staged-stop27.jsonl,
+// h200-probe-fftsweep-staged-stop27.jsonl; docs/gpu-kernels.md, stop 27).
+template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int STAGED, int M, int... Rs>
 __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 1024, NT>())
     rfft_pad(const TI* __restrict__ x, TO* __restrict__ X, const TC* __restrict__ twp, const TC* __restrict__ twl,
              int B, int K, int keep) {
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
     typedef fmv::Split<Rs...> Radices;
+    typedef typename Radices::template rest<-1, M, S, NT, IP, TC> Later;
+    typedef fmv::ToSpectrum<M, S, LOGS, NT, IP, TC, TO> Last;
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     static_assert(!IP || fmv::InPlace<M, S, NT, Rs...>::value, "in place needs one butterfly per thread and pass");
     TC* buf0 = reinterpret_cast<TC*>(fmv_smem);
     TC* buf1 = IP ? buf0 : buf0 + S * ld;
-    const int s0 = blockIdx.x * S;
-    const int ns = fmv::min_(S, B - s0);
-    fmv::first_pass_from_global<Radices::first, M, S, LOGS, NT>(x, s0, ns, K, buf0);
-    Radices::template rest<-1, M, S, NT, IP, TC>::run(
-        buf0, buf1, twp, fmv::ToSpectrum<M, S, LOGS, NT, IP, TC, TO>{twl, X + s0, ns, B, keep});
+    if constexpr (STAGED) {
+        TI* stg = reinterpret_cast<TI*>(fmv_smem + fmv::StagingOffset<M, S, IP, TC>::value);
+        const int groups = (B + S - 1) / S;
+        for (int g = blockIdx.x; g < groups + (int)gridDim.x; g += gridDim.x) {
+            // the samples of group g - gridDim.x are in stg: transform them, then stage group g's
+            const int prev = g - (int)gridDim.x, s0 = prev * S;
+            if (prev >= 0) {
+                fmv::cp_async_wait<0>();
+                __syncthreads();
+                fmv::first_pass_from_samples<Radices::first, M, S, LOGS, NT, false>(stg, 0, fmv::min_(S, B - s0), 1,
+                                                                                     buf0);
+                __syncthreads();
+            }
+            if (g < groups) fmv::stage_samples<NT>(stg, x + (fmv::index_t)g * S * M, fmv::min_(S, B - g * S) * M);
+            fmv::cp_async_commit();
+            if (prev >= 0) Later::run(buf0, buf1, twp, Last{twl, X + s0, fmv::min_(S, B - s0), B, keep});
+        }
+    } else {
+        const int s0 = blockIdx.x * S;
+        const int ns = fmv::min_(S, B - s0);
+        fmv::first_pass_from_samples<Radices::first, M, S, LOGS, NT, true>(x, s0, ns, K, buf0);
+        Later::run(buf0, buf1, twp, Last{twl, X + s0, ns, B, keep});
+    }
 }
 
 // Stages 4-5: y_s[t] = scale * sum_f' Y[f * B + s] exp(2 pi i f t / L), t < M = Nt (Hermitian extension of
@@ -613,13 +676,13 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 10
 #define FMV_IRFFT(TI, TC, TO, ...)                                                                                \
     template __global__ void irfft_unpad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, \
                                                                    typename fmv::real_of<TC>::type);
-FMV_RFFT(double, double2, double2, 1, 512, 0, 1000, 10, 10, 10)
-FMV_RFFT(double, double2, double2, 1, 512, 0, 1000, 5, 5, 5, 8)
-FMV_RFFT(double, float2, float2, 2, 256, 0, 500, 4, 5, 5, 5)
-FMV_RFFT(float, double2, double2, 3, 64, 0, 10, 2, 5)
-FMV_RFFT(double, double2, double2, 0, 32, 0, 1)
-FMV_RFFT(double, double2, double2, 1, 256, 1, 1000, 10, 10, 10)
-FMV_RFFT(double, float2, float2, 2, 512, 0, 1000, 10, 10, 10)
+FMV_RFFT(double, double2, double2, 1, 512, 0, 0, 1000, 10, 10, 10)
+FMV_RFFT(double, double2, double2, 1, 512, 0, 0, 1000, 5, 5, 5, 8)
+FMV_RFFT(double, float2, float2, 2, 256, 0, 1, 500, 4, 5, 5, 5)
+FMV_RFFT(float, double2, double2, 3, 64, 0, 0, 10, 2, 5)
+FMV_RFFT(double, double2, double2, 0, 32, 0, 0, 1)
+FMV_RFFT(double, double2, double2, 1, 256, 1, 0, 1000, 10, 10, 10)
+FMV_RFFT(double, float2, float2, 2, 512, 0, 1, 1000, 10, 10, 10)
 FMV_IRFFT(double2, double2, double, 1, 512, 0, 1000, 10, 10, 10)
 FMV_IRFFT(double2, double2, double, 1, 256, 1, 1000, 10, 10, 10)
 FMV_IRFFT(double2, double2, double, 2, 512, 0, 500, 5, 10, 10)

@@ -534,6 +534,34 @@ def test_register_target_reaches_the_compiler(monkeypatch):
     assert before > 32 and kernels.kernel(*args).num_regs <= 32
 
 
+def test_register_targets_are_what_the_engine_launches(monkeypatch):
+    """Every entry of kernels.REGISTER_TARGETS is an instantiation that the
+    product launches for one vector at the big or middle benchmark size
+    (Fhat and vector in complex128, complex64, or complex64 with a
+    complex128 vector; both directions), so that a change of the launch
+    rules cannot leave the measured targets on kernels that no longer run.
+    The products run on uninitialised arrays: only the launches count."""
+    launched = []
+
+    def recording(fname, name, *targs):
+        launched.append(kernels.name_expression(name, *targs))
+        return engine_kernel(fname, name, *targs)
+
+    engine_kernel = kernels.kernel
+    monkeypatch.setattr(kernels, "kernel", recording)
+    be = GPUBackend()  # no launch set-ups cached yet
+    for nf, nd, nm in ((1001, 100, 5000), (501, 50, 1000)):
+        for ta, tx in ((np.complex128, np.complex128), (np.complex64, np.complex64),
+                       (np.complex64, np.complex128)):
+            Fhat = cupy.empty((nf, nd, nm), ta)
+            for adjoint in (False, True):
+                n_in, n_out = (nd, nm) if adjoint else (nm, nd)
+                be.sbgemv(Fhat, cupy.empty((nf, n_in, 1), tx), cupy.empty((nf, n_out, 1), ta), adjoint)
+            del Fhat
+    be.synchronize()
+    assert set(kernels.REGISTER_TARGETS) <= set(launched), sorted(set(kernels.REGISTER_TARGETS) - set(launched))
+
+
 def gemm_kernels_taken(be) -> set:
     """Names of the native/sbgemm.cu kernels in the backend's cached launches."""
     return {cfg[6] for key, cfg in be._launch.items() if key[0] == "gemm"}
@@ -895,6 +923,50 @@ def test_fused_transforms_in_place(gpu, nt):
                 assert rel_err(y.get(), yref) < 1e-12
     finally:
         gpu.sm_count, gpu.fused_threads = saved
+        gpu._fused.clear()
+
+
+@pytest.mark.parametrize("blocks", [1, 3, None])
+@pytest.mark.parametrize("nt", [7, 10, 500, 1000])
+def test_pad_rfft_staged_loop(gpu, monkeypatch, nt, blocks):
+    """From float64 into complex64 with K = 1, pad_rfft's blocks loop over
+    groups of S series and stage the next group's samples while they
+    transform the current one: with the grid capped at 1 and 3 blocks (and
+    uncapped), S > 1 (one multiprocessor counted), a partial last group, an
+    input aligned to 16 bytes (copied in 16-byte pieces) and one a sample off
+    (copied a sample at a time), against NumPy; output poisoned with NaN
+    first.  The staged kernel is the one launched, and only there: not for
+    K = 3 nor from float32."""
+    launched = []
+
+    def recording(fname, name, *targs):
+        launched.append(kernels.name_expression(name, *targs))
+        return engine_kernel(fname, name, *targs)
+
+    engine_kernel = kernels.kernel
+    monkeypatch.setattr(kernels, "kernel", recording)
+    monkeypatch.setattr(gpu, "fused_max_blocks", blocks)
+    monkeypatch.setattr(gpu, "sm_count", 1)
+    gpu._fused.clear()
+    try:
+        rng = np.random.default_rng()
+        n = 203
+        x = rng.standard_normal((n, nt, 1))
+        ref = np.fft.rfft(x, n=2 * nt, axis=1).transpose(1, 0, 2)
+        S = gpu._fused_config(nt, np.dtype(np.complex64), n, 1)[0]
+        assert S > 1 and n % S and n // S >= 3 * (blocks or 1)
+        x_view = cupy.concatenate([cupy.zeros(1), cupy.asarray(x).ravel()])[1:].reshape(x.shape)
+        for src in (cupy.asarray(x), x_view):
+            out = cupy.full((nt + 1, n, 1), np.nan, np.complex64)
+            launched.clear()
+            gpu.pad_rfft(src, out, np.float32)
+            assert [e.split(", ")[6] for e in launched if e.startswith("rfft_pad")] == ["1"], launched
+            assert rel_err(out.get(), ref) < 1e-5, src.data.ptr % 16
+        for src in (cupy.asarray(rng.standard_normal((67, nt, 3))), cupy.asarray(x, np.float32)):
+            launched.clear()
+            gpu.pad_rfft(src, cupy.empty((nt + 1,) + src.shape[::2], np.complex64), np.float32)
+            assert [e.split(", ")[6] for e in launched if e.startswith("rfft_pad")] == ["0"], launched
+    finally:
         gpu._fused.clear()
 
 

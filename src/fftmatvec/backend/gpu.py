@@ -290,6 +290,10 @@ class GPUBackend(Backend):
         Shared memory (bytes) and threads per block of the fused transforms
         (``fused_threads`` None: by size); measured on an H200 in
         ``benchmarks/results/h200-probe-fused-fft.jsonl``.
+    fused_max_blocks : int or None
+        Most thread blocks of a forward transform that loops over groups of
+        series (from float64 into complex64, ``K = 1``; None: as many as fit
+        on the device at once).
     smem_limit : int
         Dynamic shared memory (bytes) one block may opt in to on this device.
     direct_max_nt, direct_max_work, direct_max_smem : int
@@ -383,6 +387,7 @@ class GPUBackend(Backend):
                            "c2r": os.environ.get("FFTMATVEC_C2R", "fused")}
         self.fused_smem_target = 64 << 10  # shared memory per block of a fused transform (bytes)
         self.fused_threads: int | None = None  # threads per block of a fused transform (None: by size)
+        self.fused_max_blocks: int | None = None  # blocks of a looping forward transform (None: all that fit)
         self._fused: dict[tuple, Any] = {}
         # the one-kernel product of direct_plan: Nt up to this (0: never), one block's DFT work
         # (n_in Nf Nt multiply-adds) and shared memory (bytes) up to these
@@ -910,21 +915,35 @@ class GPUBackend(Backend):
     def _fused_transform(self, which: str, src: Array, dst: Array, ctype: np.dtype, B: int, K: int, M: int,
                          scale: float | None) -> bool:
         """Run ``which`` ("rfft_pad" or "irfft_unpad", native/fft.cu) from ``src``
-        to ``dst``; False (nothing done) when the length is not supported."""
+        to ``dst``; False (nothing done) when the length is not supported or
+        one block's shared memory would not fit."""
         cfg = self._fused_config(M, np.dtype(ctype), B, K)
         if cfg is None or B == 0:
             return cfg is not None
         S, threads_of, smem_of, twp, twl, radices, in_place_of = cfg
-        threads, smem = threads_of[which], smem_of[which]
-        fn = kernels.kernel("fft.cu", which, src.dtype, ctype, dst.dtype, S.bit_length() - 1, threads,
-                            int(in_place_of[which]), M, *radices)
+        threads, smem, groups = threads_of[which], smem_of[which], -(-B // S)
+        # rfft_pad from samples wider than the transform's reals (float64 into complex64), K = 1: blocks loop over
+        # groups of series, staging the next group's samples in shared memory behind the transform's buffers
+        # (16-byte aligned: StagingOffset in native/fft.cu) while they transform the current one
+        staged = which == "rfft_pad" and K == 1 and 2 * src.dtype.itemsize > np.dtype(ctype).itemsize
+        if staged:
+            smem = -(-smem // 16) * 16 + S * M * src.dtype.itemsize
+            if smem > self.smem_limit:
+                return False
+        flags = (int(in_place_of[which]),) + ((int(staged),) if which == "rfft_pad" else ())
+        fn = kernels.kernel("fft.cu", which, src.dtype, ctype, dst.dtype, S.bit_length() - 1, threads, *flags, M,
+                            *radices)
         _allow_shared_memory(fn, smem)
         args = [src, dst, twp, twl, np.int32(B), np.int32(K)]
         if which == "rfft_pad":  # its spectra kept in the L2 when they fit
             args.append(np.int32(dst.nbytes <= self.rfft_keep_max_bytes))
         else:
             args.append(_C2R[np.dtype(ctype)].type(scale))
-        fn((-(-B // S),), (threads,), tuple(args), shared_mem=smem)
+        blocks = groups
+        if staged:  # as many as fit at once
+            blocks = min(groups, self.sm_count * self._resident_blocks(fn, threads, smem),
+                         self.fused_max_blocks or groups)
+        fn((blocks,), (threads,), tuple(args), shared_mem=smem)
         return True
 
     # -- stage 3 ---------------------------------------------------------
