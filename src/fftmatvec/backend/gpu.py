@@ -915,8 +915,7 @@ class GPUBackend(Backend):
     def _fused_transform(self, which: str, src: Array, dst: Array, ctype: np.dtype, B: int, K: int, M: int,
                          scale: float | None) -> bool:
         """Run ``which`` ("rfft_pad" or "irfft_unpad", native/fft.cu) from ``src``
-        to ``dst``; False (nothing done) when the length is not supported or
-        one block's shared memory would not fit."""
+        to ``dst``; False (nothing done) when the length is not supported."""
         cfg = self._fused_config(M, np.dtype(ctype), B, K)
         if cfg is None or B == 0:
             return cfg is not None
@@ -925,11 +924,10 @@ class GPUBackend(Backend):
         # rfft_pad from samples wider than the transform's reals (float64 into complex64), K = 1: blocks loop over
         # groups of series, staging the next group's samples in shared memory behind the transform's buffers
         # (16-byte aligned: StagingOffset in native/fft.cu) while they transform the current one
-        staged = which == "rfft_pad" and K == 1 and 2 * src.dtype.itemsize > np.dtype(ctype).itemsize
-        if staged:
-            smem = -(-smem // 16) * 16 + S * M * src.dtype.itemsize
-            if smem > self.smem_limit:
-                return False
+        staged_smem = -(-smem // 16) * 16 + S * M * src.dtype.itemsize
+        staged = (which == "rfft_pad" and K == 1 and 2 * src.dtype.itemsize > np.dtype(ctype).itemsize
+                  and staged_smem <= self.smem_limit)
+        smem = staged_smem if staged else smem
         flags = (int(in_place_of[which]),) + ((int(staged),) if which == "rfft_pad" else ())
         fn = kernels.kernel("fft.cu", which, src.dtype, ctype, dst.dtype, S.bit_length() - 1, threads, *flags, M,
                             *radices)
