@@ -534,6 +534,20 @@ def test_register_target_reaches_the_compiler(monkeypatch):
     assert before > 32 and kernels.kernel(*args).num_regs <= 32
 
 
+def record_kernel_builds(monkeypatch) -> list:
+    """The name expressions of the kernels asked of ``kernels.kernel`` from
+    now on (in the list returned, in order), for the rest of the test."""
+    launched = []
+    engine_kernel = kernels.kernel
+
+    def recording(fname, name, *targs):
+        launched.append(kernels.name_expression(name, *targs))
+        return engine_kernel(fname, name, *targs)
+
+    monkeypatch.setattr(kernels, "kernel", recording)
+    return launched
+
+
 def test_register_targets_are_what_the_engine_launches(monkeypatch):
     """Every entry of kernels.REGISTER_TARGETS is an instantiation that the
     product launches for one vector at the big or middle benchmark size
@@ -541,14 +555,7 @@ def test_register_targets_are_what_the_engine_launches(monkeypatch):
     complex128 vector; both directions), so that a change of the launch
     rules cannot leave the measured targets on kernels that no longer run.
     The products run on uninitialised arrays: only the launches count."""
-    launched = []
-
-    def recording(fname, name, *targs):
-        launched.append(kernels.name_expression(name, *targs))
-        return engine_kernel(fname, name, *targs)
-
-    engine_kernel = kernels.kernel
-    monkeypatch.setattr(kernels, "kernel", recording)
+    launched = record_kernel_builds(monkeypatch)
     be = GPUBackend()  # no launch set-ups cached yet
     for nf, nd, nm in ((1001, 100, 5000), (501, 50, 1000)):
         for ta, tx in ((np.complex128, np.complex128), (np.complex64, np.complex64),
@@ -937,14 +944,7 @@ def test_pad_rfft_staged_loop(gpu, monkeypatch, nt, blocks):
     (copied a sample at a time), against NumPy; output poisoned with NaN
     first.  The staged kernel is the one launched, and only there: not for
     K = 3 nor from float32."""
-    launched = []
-
-    def recording(fname, name, *targs):
-        launched.append(kernels.name_expression(name, *targs))
-        return engine_kernel(fname, name, *targs)
-
-    engine_kernel = kernels.kernel
-    monkeypatch.setattr(kernels, "kernel", recording)
+    launched = record_kernel_builds(monkeypatch)
     monkeypatch.setattr(gpu, "fused_max_blocks", blocks)
     monkeypatch.setattr(gpu, "sm_count", 1)
     gpu._fused.clear()
