@@ -46,9 +46,10 @@
 // (cp.async) while it transforms the current one.
 //
 // Launch: gridDim.x = ceil(B / S) (STAGED: at most that) with S = 2^LOGS <= 16 (with K > 1 the series of a
-// block may belong to more than one p), blockDim.x = NT (a multiple of 32), dynamic shared memory n * S * Row<M, S, TC>::ld * sizeof(TC) with
-// n = 1 buffer when the template argument IP is 1 (in place: allowed when every pass has at most one
-// butterfly per thread, InPlace), else 2; STAGED adds S * M samples of TI from StagingOffset on.
+// block may belong to more than one p), blockDim.x = NT (a multiple of 32), dynamic shared memory
+// n * S * Row<M, S, TC>::ld * sizeof(TC) with n = 1 buffer when the template argument IP is 1 (in place: allowed
+// when every pass has at most one butterfly per thread, InPlace), else 2; STAGED adds S * M samples of TI from
+// StagingOffset on.
 #include "fftmatvec_common.cuh"
 
 using fmv::index_t;
@@ -585,8 +586,8 @@ template <int M, int S, int LOGS, int NT, typename C, typename TO> struct ToSamp
 
 // Where rfft_pad's staging buffer starts in the dynamic shared memory, in
 // 16-byte units: after the transform's one or two buffers (IP) of S rows,
-// rounded up so that the 16-byte copies are aligned (the rule of
-// fused_staging_offset in backend/gpu.py).
+// rounded up so that the 16-byte copies are aligned (the rule that
+// GPUBackend._fused_transform sizes the shared memory by).
 template <int M, int S, int IP, typename C> struct StagingOffset {
     static constexpr int value = ((IP ? 1 : 2) * S * Row<M, S, C>::ld * (int)sizeof(C) + 15) / 16;
 };
@@ -607,7 +608,7 @@ template <int THREADS, int NT> constexpr int blocks_of() { return THREADS / NT >
 // copied into a staging buffer in shared memory behind the transform's buffers (StagingOffset) while the block
 // transforms the group before it.  Kept where the samples are wider than the transform's reals (float64 into
 // complex64): the big size's 5000 series took 34.6-35.1 against 40.8-41.5 us; from float32, in complex128 and
-// with K = 16 the loop was no faster or slower (benchmarks/results/h200-fft-ab-staged-stop27.jsonl,
+// with K = 16 the loop gained nothing or lost (benchmarks/results/h200-fft-ab-staged-stop27.jsonl,
 // h200-probe-fftsweep-staged-stop27.jsonl; docs/gpu-kernels.md, stop 27).
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int STAGED, int M, int... Rs>
 __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 1024, NT>())
