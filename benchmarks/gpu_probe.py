@@ -6,8 +6,8 @@ Builds random ``Fhat`` directly on the device (no host-side impulse
 responses), so that the big size costs seconds, not minutes.  Times
 
 * the copy-bandwidth floor,
-* the fused transforms' launch set-ups forced one by one at the big size
-  (``fftsweep``),
+* the fused transforms' launch set-ups forced one by one (``fftsweep``, at
+  the sizes of ``--sweep-sizes``),
 * SBGEMV kernel variants (rows per group R, loads in flight U, columns per
   thread block) forward and adjoint, at the target sizes,
 * the whole local product (``LocalBTT.apply``) eager and replayed,
@@ -71,6 +71,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--parts", default="small,mid,variants,engine,k16,kernels,host")
     ap.add_argument("--kernel-sizes", default="small,mid,big,big16", help="sizes of the kernels part")
+    ap.add_argument("--sweep-sizes", default="big", help="sizes of the fftsweep part: big, mid, big16, bigK")
     ap.add_argument("--gemm-dtypes", default="complex64,complex128", help="dtypes of the gemmvar part")
     ap.add_argument("--set", action="append", default=[], metavar="ATTR[.KEY]=VALUE",
                     help="set an integer attribute of the backend (a kernel's tuning), or one entry of a dict "
@@ -317,60 +318,83 @@ def main(argv=None) -> int:
         be._fused.clear()
 
     def part_fft_sweep():
-        """Launch set-ups of the fused transforms forced one by one at the big
-        size (series per block S, threads, one buffer or two, radices), device
-        times from CUPTI, against the engine's own set-up; and the engine's
-        set-up at series counts that fill whole waves of blocks or not."""
+        """Launch set-ups of the fused transforms forced one by one (series per
+        block S, threads, one buffer or two, radices), device times from CUPTI,
+        against the engine's own set-up, at the sizes of ``--sweep-sizes``: the
+        big size's four transforms (and the engine's set-up at series counts
+        that fill whole waves of blocks or not), the middle size's transforms
+        of the mixed codes (1000 series and the 50 on the other side), and the
+        big size's complex128 transforms and complex64 forward transform of 16
+        right-hand sides (``big16``) and its complex128 transforms of 2, 4 and 8
+        (``bigK``)."""
         import fftmatvec.backend.gpu as gpu_module
 
-        cases = (("dssdd rfft", np.float64, C64, False), ("ddssd irfft", np.float64, C64, True),
-                 ("ddddd rfft", np.float64, C128, False), ("ddddd irfft", np.float64, C128, True))
+        F64, F32 = np.float64, np.float32
+        # (label, series n, Nt, K, complex type of the transform, of the spectrum, inverse)
+        cases = {"big": [("dssdd rfft", Nm, Nt, 1, C64, C64, False), ("ddssd irfft", Nm, Nt, 1, C64, C64, True),
+                         ("ddddd rfft", Nm, Nt, 1, C128, C128, False), ("ddddd irfft", Nm, Nt, 1, C128, C128, True)],
+                 "mid": [("dssdd rfft", 1000, 500, 1, C64, C64, False), ("ddssd irfft", 1000, 500, 1, C64, C64, True),
+                         ("dssdd irfft", 50, 500, 1, C128, C64, True), ("ddssd rfft", 50, 500, 1, C128, C64, False)],
+                 "big16": [("ddddd rfft", Nm, Nt, 16, C128, C128, False), ("ddddd irfft", Nm, Nt, 16, C128, C128, True),
+                           ("dssdd rfft", Nm, Nt, 16, C64, C64, False)],
+                 "bigK": [(f"ddddd {name}", Nm, Nt, K, C128, C128, name == "irfft") for K in (2, 4, 8)
+                          for name in ("rfft", "irfft")]}
+        grids = {"big": ((1, 2, 4, 8), (128, 256, 384, 512), (False, True), True),
+                 "mid": ((1, 2, 4, 8), (64, 128, 256, 512), (False,), False),
+                 "big16": ((2, 4, 8, 16), (256, 512, 1024), (False, True), False),
+                 "bigK": ((2, 4), (256, 512), (False, True), False)}
         engine_config = be._fused_config
-        for label, real, ctype, inverse in cases:
-            x = cp.random.standard_normal((Nm, Nt, 1)).astype(real)
-            xh = cp.empty((Nf, Nm, 1), ctype)
-            be.pad_rfft(x, xh)
-            y = cp.empty_like(x)
-            fft_real = np.float32 if ctype == C64 else np.float64
-            run = (lambda: be.irfft_unpad(xh, y, fft_real)) if inverse else (lambda: be.pad_rfft(x, xh))
-            which = "irfft_unpad" if inverse else "rfft_pad"
-            ideal = (x.nbytes + xh.nbytes) / bw
-            own = engine_config(Nt, ctype, Nm, 1)
-            setups = [(own[0], own[1][which], own[6][which], tuple(own[5]), "engine")]
-            for radices in ((10, 10, 10), (8, 5, 5, 5), (5, 5, 5, 8)):
-                for S in (1, 2, 4, 8):
-                    for threads in (128, 256, 384, 512):
-                        for in_place in (False, True):
-                            if in_place and not gpu_module.fused_in_place(Nt, S, threads, list(radices)):
-                                continue
-                            if radices != (10, 10, 10) and (S, threads) != own[:1] + (own[1][which],):
-                                continue
-                            row = S * gpu_module.fused_row_stride(Nt, S, ctype.itemsize) * ctype.itemsize
-                            if (1 if in_place else 2) * row > be.smem_limit:
-                                continue
-                            setups.append((S, threads, in_place, radices, "forced"))
-            run()
-            ref = (y if inverse else xh).copy()
-            for S, threads, in_place, radices, kind in setups:
-                twp = cp.asarray(gpu_module.pass_twiddles(list(radices)).astype(ctype))
-                cfg = (S, {which: threads}, {which: (1 if in_place else 2) * S * gpu_module.fused_row_stride(
-                    Nt, S, ctype.itemsize) * ctype.itemsize}, twp, own[4], radices, {which: in_place})
-                be._fused_config = lambda *a, cfg=cfg: cfg
-                try:
-                    (y if inverse else xh).fill(0)
-                    run()
-                    err = float(cp.abs((y if inverse else xh) - ref).max() / cp.abs(ref).max())
-                    t = sum(kernel_times(run).values())
-                    emit(what="fftsweep", case=label, kind=kind, S=S, threads=threads, in_place=in_place,
-                         radices=list(radices), us=round(t, 2), ideal_us=round(ideal * 1e6, 2), err=err)
-                except Exception as exc:
-                    emit(what="fftsweep", case=label, kind=kind, S=S, threads=threads, in_place=in_place,
-                         radices=list(radices), error=str(exc)[:200])
-                finally:
-                    be._fused_config = engine_config
-        for label, real, ctype, inverse in cases:
+        for size in args.sweep_sizes.split(","):
+            Ss, threads_list, places, other_radices = grids[size]
+            for label, n, nt, K, ctype, htype, inverse in cases[size]:
+                real = F32 if ctype == C64 else F64
+                nf = nt + 1
+                x = cp.random.standard_normal((n, nt, K))
+                xh = cp.empty((nf, n, K), htype)
+                be.pad_rfft(x, xh, real)
+                y = cp.empty_like(x)
+                run = (lambda: be.irfft_unpad(xh, y, real)) if inverse else (lambda: be.pad_rfft(x, xh, real))
+                which = "irfft_unpad" if inverse else "rfft_pad"
+                ideal = (x.nbytes + xh.nbytes) / bw
+                own = engine_config(nt, ctype, n * K, K)
+                setups = [(own[0], own[1][which], own[6][which], tuple(own[5]), "engine")]
+                radix_sets = [tuple(own[5])] + ([(8, 5, 5, 5), (5, 5, 5, 8)] if other_radices else [])
+                for radices in radix_sets:
+                    for S in Ss:
+                        for threads in threads_list:
+                            for in_place in places:
+                                if in_place and not gpu_module.fused_in_place(nt, S, threads, list(radices)):
+                                    continue
+                                if radices != radix_sets[0] and (S, threads) != own[:1] + (own[1][which],):
+                                    continue
+                                row = S * gpu_module.fused_row_stride(nt, S, ctype.itemsize) * ctype.itemsize
+                                if (1 if in_place else 2) * row > be.smem_limit or S > n * K:
+                                    continue
+                                setups.append((S, threads, in_place, radices, "forced"))
+                run()
+                ref = (y if inverse else xh).copy()
+                for S, threads, in_place, radices, kind in setups:
+                    twp = cp.asarray(gpu_module.pass_twiddles(list(radices)).astype(ctype))
+                    cfg = (S, {which: threads}, {which: (1 if in_place else 2) * S * gpu_module.fused_row_stride(
+                        nt, S, ctype.itemsize) * ctype.itemsize}, twp, own[4], radices, {which: in_place})
+                    be._fused_config = lambda *a, cfg=cfg: cfg
+                    rec = dict(what="fftsweep", size=size, case=label, n=n, K=K, kind=kind, S=S, threads=threads,
+                               in_place=in_place, radices=list(radices))
+                    try:
+                        (y if inverse else xh).fill(0)
+                        run()
+                        err = float(cp.abs((y if inverse else xh) - ref).max() / cp.abs(ref).max())
+                        t = sum(kernel_times(run).values())
+                        emit(**rec, us=round(t, 2), ideal_us=round(ideal * 1e6, 2), err=err)
+                    except Exception as exc:
+                        emit(**rec, error=str(exc)[:200])
+                    finally:
+                        be._fused_config = engine_config
+        if "big" not in args.sweep_sizes.split(","):
+            return
+        for label, _, _, _, ctype, _, inverse in cases["big"]:
             for n in (4752, 5000, 5280):
-                x = cp.random.standard_normal((n, Nt, 1)).astype(real)
+                x = cp.random.standard_normal((n, Nt, 1))
                 xh = cp.empty((Nf, n, 1), ctype)
                 y = cp.empty_like(x)
                 fft_real = np.float32 if ctype == C64 else np.float64

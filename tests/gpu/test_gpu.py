@@ -908,7 +908,9 @@ def test_fused_transforms_in_place(gpu, nt):
     shared-memory buffer where every pass has one butterfly per thread (all
     of Nt = 1 and 10; Nt = 1000 with 256 threads), in two otherwise (Nt = 500:
     400 butterflies of radix 5 for 256 threads; 32 threads at Nt = 500 and
-    1000).  Both against NumPy, forward and inverse, K = 1 and 16."""
+    1000).  With K = 16 at Nt = 1000 a block takes twice the series (4) in
+    one buffer and the forward transform 512 threads.  Both against NumPy,
+    forward and inverse, K = 1 and 16."""
     rng = np.random.default_rng()
     saved = gpu.sm_count, gpu.fused_threads
     try:
@@ -919,6 +921,9 @@ def test_fused_transforms_in_place(gpu, nt):
                 in_place = gpu._fused_config(nt, np.dtype(np.complex128), n * K, K)[6]
                 expected = nt in (1, 10) or (threads is None and nt == 1000)
                 assert in_place == {"rfft_pad": expected, "irfft_unpad": expected}, (threads, in_place)
+                if threads is None and nt == 1000:
+                    S, threads_of = gpu._fused_config(nt, np.dtype(np.complex128), n * K, K)[:2]
+                    assert (S, threads_of["rfft_pad"]) == ((4, 512) if K == 16 else (2, 256))
                 x = rng.standard_normal((n, nt, K))
                 out = cupy.full((nt + 1, n, K), np.nan, np.complex128)
                 gpu.pad_rfft(cupy.asarray(x), out)
@@ -943,10 +948,11 @@ def test_pad_rfft_staged_loop(gpu, monkeypatch, nt, blocks):
     input aligned to 16 bytes (copied in 16-byte pieces) and one a sample off
     (copied a sample at a time), against NumPy; output poisoned with NaN
     first.  The staged kernel is the one launched, and only there: not for
-    K = 3 nor from float32."""
+    K = 3, nor from float32, nor when one wave of blocks holds every group."""
     launched = record_kernel_builds(monkeypatch)
     monkeypatch.setattr(gpu, "fused_max_blocks", blocks)
     monkeypatch.setattr(gpu, "sm_count", 1)
+    monkeypatch.setattr(gpu, "_resident_blocks", lambda fn, threads, smem=0: 2)  # uncapped: 2 blocks, 3+ groups
     gpu._fused.clear()
     try:
         rng = np.random.default_rng()
@@ -966,6 +972,13 @@ def test_pad_rfft_staged_loop(gpu, monkeypatch, nt, blocks):
             launched.clear()
             gpu.pad_rfft(src, cupy.empty((nt + 1,) + src.shape[::2], np.complex64), np.float32)
             assert [e.split(", ")[6] for e in launched if e.startswith("rfft_pad")] == ["0"], launched
+        if blocks is None:  # one wave: the kernel that does not loop
+            monkeypatch.setattr(gpu, "sm_count", n)
+            out = cupy.full((nt + 1, n, 1), np.nan, np.complex64)
+            launched.clear()
+            gpu.pad_rfft(cupy.asarray(x), out, np.float32)
+            assert [e.split(", ")[6] for e in launched if e.startswith("rfft_pad")][-1] == "0", launched
+            assert rel_err(out.get(), ref) < 1e-5
     finally:
         gpu._fused.clear()
 

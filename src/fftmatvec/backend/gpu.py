@@ -293,7 +293,8 @@ class GPUBackend(Backend):
     fused_max_blocks : int or None
         Most thread blocks of a forward transform that loops over groups of
         series (from float64 into complex64, ``K = 1``; None: as many as fit
-        on the device at once).
+        on the device at once).  It loops only when there are more groups
+        than blocks.
     smem_limit : int
         Dynamic shared memory (bytes) one block may opt in to on this device.
     direct_max_nt, direct_max_work, direct_max_smem : int
@@ -884,9 +885,16 @@ class GPUBackend(Backend):
             while (2 * S * per_series <= max(self.fused_smem_target, per_series) and 2 * S <= 16
                    and S < -(-B // (2 * self.sm_count))):
                 S *= 2
+            # complex128 with K >= 4 over many waves of blocks: a block's series read and write their samples in
+            # runs of min(S, K) values, so twice the series in one buffer (the shared memory of two buffers of S)
+            # and 512 threads for the forward: 5000 x 16 series 792 against 942 us with S = 2 and 256 threads
+            # (benchmarks/results/h200-probe-fftsweep-stop28.jsonl)
+            wide = (ctype.itemsize == 16 and K >= 4 and self.fused_threads is None and 2 * S <= 16
+                    and -(-B // (2 * S)) >= 4 * self.sm_count and fused_in_place(M, 2 * S, 512, radices))
+            S *= 2 if wide else 1
             threads = self.fused_threads or int(min(512, max(32, 32 * -(-(S * M) // 64))))
             inverse_threads = threads
-            if self.fused_threads is None and ctype.itemsize == 16:
+            if self.fused_threads is None and ctype.itemsize == 16 and not wide:
                 # complex128: rfft_pad over many waves of blocks takes 256 threads, so that three blocks share a
                 # multiprocessor (two of 512 by registers): 62 us against 65 us with 512 at the big size, while
                 # the middle size's 250 blocks keep 512 (6.5 against 7.1 us); irfft_unpad always takes 256, the
@@ -923,26 +931,37 @@ class GPUBackend(Backend):
         threads, smem, groups = threads_of[which], smem_of[which], -(-B // S)
         # rfft_pad from samples wider than the transform's reals (float64 into complex64), K = 1: blocks loop over
         # groups of series, staging the next group's samples in shared memory behind the transform's buffers
-        # (16-byte aligned: StagingOffset in native/fft.cu) while they transform the current one
+        # (16-byte aligned: StagingOffset in native/fft.cu) while they transform the current one.  Only when there
+        # are more groups than blocks: one wave has nothing to overlap the staging with (the middle size's 1000
+        # series: 5.57 us staged against 5.39, benchmarks/results/h200-fft-ab-staged-forward-stop27.jsonl)
         staged_smem = -(-smem // 16) * 16 + S * M * src.dtype.itemsize
         staged = (which == "rfft_pad" and K == 1 and 2 * src.dtype.itemsize > np.dtype(ctype).itemsize
                   and staged_smem <= self.smem_limit)
+        fn = self._fft_kernel(which, src, dst, ctype, S, threads, in_place_of[which], staged, M, radices)
+        blocks = groups
+        if staged:
+            blocks = min(groups, self.sm_count * self._resident_blocks(fn, threads, staged_smem),
+                         self.fused_max_blocks or groups)
+            if blocks == groups:
+                staged = False
+                fn = self._fft_kernel(which, src, dst, ctype, S, threads, in_place_of[which], False, M, radices)
         smem = staged_smem if staged else smem
-        flags = (int(in_place_of[which]),) + ((int(staged),) if which == "rfft_pad" else ())
-        fn = kernels.kernel("fft.cu", which, src.dtype, ctype, dst.dtype, S.bit_length() - 1, threads, *flags, M,
-                            *radices)
         _allow_shared_memory(fn, smem)
         args = [src, dst, twp, twl, np.int32(B), np.int32(K)]
         if which == "rfft_pad":  # its spectra kept in the L2 when they fit
             args.append(np.int32(dst.nbytes <= self.rfft_keep_max_bytes))
         else:
             args.append(_C2R[np.dtype(ctype)].type(scale))
-        blocks = groups
-        if staged:  # as many as fit at once
-            blocks = min(groups, self.sm_count * self._resident_blocks(fn, threads, smem),
-                         self.fused_max_blocks or groups)
         fn((blocks,), (threads,), tuple(args), shared_mem=smem)
         return True
+
+    @staticmethod
+    def _fft_kernel(which: str, src: Array, dst: Array, ctype: np.dtype, S: int, threads: int, in_place: bool,
+                    staged: bool, M: int, radices: list[int]):
+        """The ``native/fft.cu`` kernel ``which`` for these dtypes and launch set-up."""
+        flags = (int(in_place),) + ((int(staged),) if which == "rfft_pad" else ())
+        return kernels.kernel("fft.cu", which, src.dtype, ctype, dst.dtype, S.bit_length() - 1, threads, *flags, M,
+                              *radices)
 
     # -- stage 3 ---------------------------------------------------------
     def sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool) -> None:
