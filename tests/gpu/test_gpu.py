@@ -883,7 +883,8 @@ def test_fused_transforms_series_per_block(gpu, nt, S):
                 if smem > gpu.smem_limit:
                     continue
                 for threads in (32, 512):
-                    gpu.sm_count, gpu.fused_smem_target, gpu.fused_threads = 1, 2 * S * (nt + 1) * cplx.itemsize, threads
+                    gpu.sm_count, gpu.fused_threads = 1, threads
+                    gpu.fused_smem_target = 2 * S * (nt + 1) * cplx.itemsize
                     gpu._fused.clear()
                     assert gpu._fused_config(nt, cplx, n * K, K)[0] == S
                     tol = 1e-5 if np.float32 in (tin, tfft) else 1e-13
