@@ -26,7 +26,9 @@ responses), so that the big size costs seconds, not minutes.  Times
   the product kernels under register caps (``regs``), with more or fewer loads
   in flight (``regsloads``),
 * what programmatic dependent launch saves on a stand-in for a
-  middle-size product's three kernels (``pdl``),
+  middle-size product's three kernels (``pdl``), and the engine's recorded
+  graph against its kernels launched one by one from packed parameters
+  (``chain``),
 * the device time of every kernel of the replayed product (PyTorch's
   profiler, which records all kernels of the process through CUPTI), and
 * the host time of ``BTTOperator.matvec`` at the fixture size (cProfile),
@@ -1515,13 +1517,13 @@ def main(argv=None) -> int:
         graph: a latency-bound transform (250 blocks of 512 threads, passes
         through shared memory), a kernel streaming a complex64 middle-size
         Fhat's bytes (200.4 MB), and a small inverse transform (50 blocks).
-        Launched through cuLaunchKernelEx (ctypes), plainly or with the
-        programmatic-serialization attribute on the second and third kernels;
+        Launched plainly or with the programmatic-serialization attribute on
+        the second and third kernels (fftmatvec.backend.launch);
         the transform then lets its dependant start at once, and the streaming
         kernel either waits before any load or issues its first two loads of
         Fhat before it waits.  Time per graph back to back (CUDA events) and
         waited for (host clock), medians."""
-        import ctypes
+        from fftmatvec.backend.launch import ProgrammaticLauncher
 
         src = r"""
         __device__ __forceinline__ void grid_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
@@ -1593,29 +1595,14 @@ def main(argv=None) -> int:
         mod = cp.RawModule(code=src, options=("-std=c++17",))
         front, stream_k, back = (mod.get_function(n) for n in ("front", "stream", "back"))
 
-        class LaunchAttribute(ctypes.Structure):  # CUlaunchAttribute: id, padding, a 64-byte value union
-            _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_int * 16)]
-
-        class LaunchConfig(ctypes.Structure):  # CUlaunchConfig
-            _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared", ctypes.c_uint),
-                        ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(LaunchAttribute)),
-                        ("n_attrs", ctypes.c_uint)]
-
-        libcuda = ctypes.CDLL("libcuda.so.1")
-        libcuda.cuLaunchKernelEx.argtypes = [ctypes.POINTER(LaunchConfig), ctypes.c_void_p,
-                                             ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
-        attr = LaunchAttribute()
-        attr.id = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-        attr.value[0] = 1
+        launcher = ProgrammaticLauncher.load()
 
         def launch(fn, grid, block, args, programmatic):
-            vals = [ctypes.c_void_p(a.data.ptr) if isinstance(a, cp.ndarray) else ctypes.c_int32(int(a)) for a in args]
-            params = (ctypes.c_void_p * len(vals))(*(ctypes.addressof(v) for v in vals))
-            cfg = LaunchConfig((grid, 1, 1), (block, 1, 1), 0, cp.cuda.get_current_stream().ptr,
-                               ctypes.pointer(attr) if programmatic else None, 1 if programmatic else 0)
-            rc = libcuda.cuLaunchKernelEx(ctypes.byref(cfg), ctypes.c_void_p(int(fn.kernel.ptr)), params, None)
-            if rc != 0:
-                raise RuntimeError(f"cuLaunchKernelEx returned {rc}")
+            args = tuple(a if isinstance(a, cp.ndarray) else np.int32(a) for a in args)
+            if programmatic:
+                launcher(fn, (grid,), (block,), args, 0, cp.cuda.get_current_stream().ptr)
+            else:
+                fn((grid,), (block,), args)
 
         n, tile4 = 1000, 4096
         x = cp.random.standard_normal((n, 1000))
@@ -1651,6 +1638,100 @@ def main(argv=None) -> int:
                 waited.append(time.perf_counter() - t0)
             emit(what="pdl", programmatic=pdl, early_loads=early, back_to_back_us=round(back_to_back * 1e6, 2),
                  waited_us=round(float(np.median(waited)) * 1e6, 2), floor_us=round(floor * 1e6, 2))
+
+    def part_chain():
+        """Waited-for middle-size products as the engine's recorded graph against
+        the same kernels launched one by one from parameters packed once: with
+        the driver's cuLaunchKernel (CuPy's binding), and with cuLaunchKernelEx
+        and programmatic serialization (ctypes).  The kernels are those of one
+        eager product (every launch through ``GPUBackend._run_kernel``), on
+        the eager operator's buffers; the results are checked equal to the
+        graph's.  Medians of waited-for products (host clock) and the time per
+        product queued back to back, the variants alternated in rounds."""
+        import ctypes
+
+        from fftmatvec import BTTOperator
+        from fftmatvec.backend.launch import (PROGRAMMATIC_STREAM_SERIALIZATION, LaunchAttribute, LaunchConfig,
+                                              kernel_params)
+        from fftmatvec.bench import random_slab
+
+        libcuda = ctypes.CDLL("libcuda.so.1")
+        launch_ex = libcuda.cuLaunchKernelEx
+        launch_ex.argtypes = [ctypes.POINTER(LaunchConfig), ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
+                              ctypes.c_void_p]
+        nd, nm, nt = 50, 1000, 500
+        f = random_slab(0, nd, nm, nt, (0, nd), (0, nm))
+        eager = GPUBackend()
+        eager.graph_max_bytes = -1
+        for code, adjoint in (("dssdd", False), ("ddssd", True), ("ddddd", False)):
+            kw = dict(adjoint_precision=code) if adjoint else dict(precision=code)
+            op, op_e = BTTOperator(f, device=be, **kw), BTTOperator(f, device=eager, **kw)
+            apply, apply_e = (op.rmatvec, op_e.rmatvec) if adjoint else (op.matvec, op_e.matvec)
+            x = cp.random.standard_normal((nd if adjoint else nm, nt))
+            y_e = apply_e(x)
+            launches = []
+            engine_run = eager._run_kernel
+            eager._run_kernel = lambda fn, grid, block, args, smem=0: (launches.append((fn, grid, block, args, smem)),
+                                                                       engine_run(fn, grid, block, args, smem))
+            y_e = apply_e(x)
+            del eager._run_kernel
+            stream = cp.cuda.get_current_stream()
+            keep, plain, programmatic = [], [], []
+            attr = LaunchAttribute()
+            attr.id = PROGRAMMATIC_STREAM_SERIALIZATION
+            attr.value[0] = 1
+            for fn, grid, block, args, smem in launches:
+                params, values = kernel_params(args)
+                keep.append((params, values, fn))
+                g = tuple((tuple(grid) + (1, 1))[:3])
+                b = tuple((tuple(block) + (1, 1))[:3])
+                plain.append((int(fn.kernel.ptr), *g, *b, int(smem), stream.ptr, ctypes.addressof(params), 0))
+                cfg = LaunchConfig((ctypes.c_uint * 3)(*g), (ctypes.c_uint * 3)(*b), int(smem),
+                                   ctypes.c_void_p(stream.ptr), ctypes.pointer(attr), 1)
+                keep.append(cfg)
+                programmatic.append((ctypes.byref(cfg), ctypes.c_void_p(int(fn.kernel.ptr)), params, None))
+            driver_launch = cp.cuda.driver.launchKernel
+
+            def run_plain():
+                for a in plain:
+                    driver_launch(*a)
+
+            def run_programmatic():
+                for a in programmatic:
+                    launch_ex(*a)
+
+            y_ref = apply(x)
+            same = {}
+            for name, run in (("plain", run_plain), ("programmatic", run_programmatic)):
+                y_e.fill(np.nan)  # the recorded launches write the recorded call's result array
+                run()
+                be.synchronize()
+                same[name] = bool(cp.array_equal(y_e, y_ref))
+            variants = {"graph": lambda: apply(x), "chain plain": run_plain, "chain programmatic": run_programmatic}
+            waited = {k: [] for k in variants}
+            queued = {k: [] for k in variants}
+            for _ in range(5):
+                for k, fn in variants.items():
+                    for _ in range(5):
+                        fn()
+                    be.synchronize()
+                    ts = []
+                    for _ in range(200):
+                        t0 = time.perf_counter()
+                        fn()
+                        be.synchronize()
+                        ts.append(time.perf_counter() - t0)
+                    waited[k].append(float(np.median(ts)))
+                    t0 = time.perf_counter()
+                    for _ in range(200):
+                        fn()
+                    be.synchronize()
+                    queued[k].append((time.perf_counter() - t0) / 200)
+            for k in variants:
+                emit(what="chain", code=code, adjoint=adjoint, variant=k, kernels=len(launches),
+                     kernel_names=[fn.name[:40] for fn, *_ in launches], chain_equals_graph=same,
+                     waited_us=[round(t * 1e6, 2) for t in waited[k]],
+                     back_to_back_us=[round(t * 1e6, 2) for t in queued[k]])
 
     def part_host_parts():
         """Host time per call of the pieces of a fixture-size product (each
@@ -1814,7 +1895,8 @@ def main(argv=None) -> int:
                      ("adjvar", part_adj_variants), ("fwdrows", part_fwd_rows),
                      ("k16", part_k16), ("overlap", part_overlap), ("kernels", part_kernels),
                      ("kernelsk", part_kernels_nrhs), ("host", part_host), ("chunks", part_chunks),
-                     ("hostparts", part_host_parts), ("wait", part_wait), ("l2", part_l2), ("pdl", part_pdl),
+                     ("hostparts", part_host_parts), ("chain", part_chain), ("wait", part_wait), ("l2", part_l2),
+                     ("pdl", part_pdl),
                      ("read", part_read), ("adjparts", part_adj_parts), ("slabs", part_slabs),
                      ("adjc128", part_adj_c128), ("regs", part_regs), ("regsloads", part_regs_loads),
                      ("timeline", part_timeline)):

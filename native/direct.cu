@@ -41,6 +41,8 @@ template <typename TP, typename TF, typename TS, typename TI, typename TO, int A
 __global__ void __launch_bounds__(NTH) btt_direct(const TP* __restrict__ x, TO* __restrict__ y,
                                                   const TS* __restrict__ Fhat, const TF* __restrict__ twf,
                                                   const TI* __restrict__ twi, int nd, int nm, int OPB) {
+    fmv::let_next_grid_start();
+    fmv::wait_for_prior_grids();
     typedef typename fmv::real_of<TF>::type RF;
     typedef typename fmv::real_of<TI>::type RI;
     constexpr int L = 2 * M, NF = M + 1, MS = M | 1;  // MS: odd row stride of x in shared memory (no bank conflicts)

@@ -614,6 +614,8 @@ template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int S
 __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 1024, NT>())
     rfft_pad(const TI* __restrict__ x, TO* __restrict__ X, const TC* __restrict__ twp, const TC* __restrict__ twl,
              int B, int K, int keep) {
+    fmv::let_next_grid_start();
+    fmv::wait_for_prior_grids();
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
     typedef fmv::Split<Rs...> Radices;
     typedef typename Radices::template rest<-1, M, S, NT, IP, TC> Later;
@@ -656,6 +658,8 @@ template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int M
 __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 1024, NT>())
     irfft_unpad(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp, const TC* __restrict__ twl,
                 int B, int K, typename fmv::real_of<TC>::type scale) {
+    fmv::let_next_grid_start();
+    fmv::wait_for_prior_grids();
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
     typedef fmv::Split<Rs...> Radices;
     extern __shared__ double2 fmv_smem[];

@@ -154,6 +154,32 @@ template <typename To, typename From> FMV_DEV To cload(const From* p) { return c
 
 template <typename T> FMV_DEV T min_(T a, T b) { return a < b ? a : b; }
 
+// Programmatic dependent launch (compute capability 9.0 and later; no-ops
+// elsewhere and on HIP).  A kernel launched programmatically (backend/launch.py)
+// may be scheduled once every block of the kernel before it in the stream has
+// called let_next_grid_start(); wait_for_prior_grids() returns once that kernel
+// has finished and its writes are visible (at once for a plain launch).  Every
+// kernel calls both first, and touches no memory an earlier kernel may write
+// before its wait: completion then stays in stream order along a chain of
+// programmatic launches.  What a kernel does before its wait (prefetch_l2 of
+// data no kernel writes, as Fhat) overlaps the end of the kernel before it.
+FMV_DEV void let_next_grid_start() {
+#if !defined(FMV_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+FMV_DEV void wait_for_prior_grids() {
+#if !defined(FMV_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+// ask the L2 for the 32-byte sector holding p (a hint: nothing waits for it)
+FMV_DEV void prefetch_l2(const void* p) {
+#ifndef FMV_HIP
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#endif
+}
+
 // Asynchronous copy of BYTES (4, 8 or 16) from global to shared memory
 // (cp.async, no register holds them on the way; both addresses aligned to
 // BYTES), zero-filled when !valid (src is then not read).  Copies issued

@@ -18,6 +18,8 @@ using fmv::index_t;
 
 template <typename TI, typename TO>
 __global__ void pad_kernel(const TI* __restrict__ x, TO* __restrict__ out, int n, int nt, int K, int TT) {
+    fmv::let_next_grid_start();
+    fmv::wait_for_prior_grids();
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     TI* tile = reinterpret_cast<TI*>(fmv_smem);
     const int TC = TT * K, ld = TC + 1;
@@ -43,6 +45,8 @@ __global__ void pad_kernel(const TI* __restrict__ x, TO* __restrict__ out, int n
 template <typename TI, typename TO>
 __global__ void unpad_kernel(const TI* __restrict__ x, TO* __restrict__ out, int n, int nt, int K, int TT,
                              typename fmv::real_of<TO>::type scale) {
+    fmv::let_next_grid_start();
+    fmv::wait_for_prior_grids();
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     TI* tile = reinterpret_cast<TI*>(fmv_smem);
     const int TC = TT * K, ld = TC + 1;
@@ -70,6 +74,8 @@ __global__ void unpad_kernel(const TI* __restrict__ x, TO* __restrict__ out, int
 template <typename TI, typename TO>
 __global__ void ccast_kernel(const TI* __restrict__ x, TO* __restrict__ out, index_t n,
                              typename fmv::real_of<TO>::type scale) {
+    fmv::let_next_grid_start();
+    fmv::wait_for_prior_grids();
     for (index_t i = (index_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (index_t)gridDim.x * blockDim.x) {
         const TO v = fmv::ccast<TO>(x[i]);
         out[i] = fmv::cmake<TO>(scale * v.x, scale * v.y);
@@ -97,6 +103,8 @@ template <typename TI> struct Conv<double2, TI> {
 template <typename TI, typename TO>
 __global__ void rowcopy_kernel(const TI* __restrict__ in, TO* __restrict__ out, int B, int C, index_t ibs, index_t obs,
                                typename fmv::real_of<TO>::type scale) {
+    fmv::let_next_grid_start();
+    fmv::wait_for_prior_grids();
     for (int b = blockIdx.x; b < B; b += gridDim.x) {
         const TI* src = in + (index_t)b * ibs;
         TO* dst = out + (index_t)b * obs;
@@ -109,6 +117,8 @@ __global__ void rowcopy_kernel(const TI* __restrict__ in, TO* __restrict__ out, 
 template <typename TI, typename TO>
 __global__ void btranspose_kernel(const TI* __restrict__ in, TO* __restrict__ out, int R, int C, index_t ldi,
                                   index_t ldo, index_t ibs, index_t obs, typename fmv::real_of<TO>::type scale) {
+    fmv::let_next_grid_start();
+    fmv::wait_for_prior_grids();
     __shared__ TO tile[32][33];
     const int c0 = blockIdx.x * 32, r0 = blockIdx.y * 32;
     const TI* src = in + (index_t)blockIdx.z * ibs;

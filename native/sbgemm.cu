@@ -159,6 +159,8 @@ template <typename TA, typename TX, int KB, int KL, int CL, int TR, int U, int V
 __global__ void __launch_bounds__(256, MINB)
 sbgemm_fwd(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm, int K,
            int nrb, int S, int cw, int lda) {
+    fmv::let_next_grid_start();
+    fmv::wait_for_prior_grids();
     typedef typename fmv::real_of<TA>::type R;
     constexpr int RL = 32 / (KL * CL);
     constexpr int KT = KB / KL;
@@ -321,6 +323,8 @@ template <typename TA, int TM, int TN, int BK, int NS, int VA, int VX, int MINB>
 __global__ void __launch_bounds__(256, MINB)
 sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm, int K,
               int S, int cw, int lda) {
+    fmv::let_next_grid_start();
+    fmv::wait_for_prior_grids();
     typedef typename fmv::real_of<TA>::type R;
     constexpr int KB = 4 * TN;
     constexpr int AS = BK + 16 / (int)sizeof(TA);
@@ -563,6 +567,8 @@ template <typename TA, int KB, int BK, int NS, int P, int VA, int VX, int MAXT, 
 __global__ void __launch_bounds__(MAXT, MINB)
 sbgemm_tc(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm, int K,
           int S, int cw, int lda) {
+    fmv::let_next_grid_start();
+    fmv::wait_for_prior_grids();
     typedef typename fmv::real_of<TA>::type R;
     typedef fmv::TensorProduct<TA> Product;
     constexpr int NH = KB / 8;  // tiles of 8 output columns per half (Re, Im)
@@ -657,6 +663,8 @@ template <typename TA, typename TX, int KB, int W, int U, int MINB>
 __global__ void __launch_bounds__(32 * W, MINB)
 sbgemm_adj_tc(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm, int K,
               int S, int cw) {
+    fmv::let_next_grid_start();
+    fmv::wait_for_prior_grids();
     typedef typename fmv::real_of<TA>::type R;
     typedef fmv::TensorProduct<TA> Product;
     constexpr int NH = KB / 8;  // tiles of 8 output columns per half (Re, Im)

@@ -27,7 +27,10 @@ stage runs (choices measured on an H200, see benchmarks/results/h200-*.jsonl):
   (``native/direct.cu``, direct DFTs), since there three kernels cost more
   in launches than in work;
 * :meth:`GPUBackend.replay` records the engine's stages as CUDA graphs (no
-  host launch gaps); :meth:`GPUBackend.capture` records any block of calls.
+  host launch gaps); :meth:`GPUBackend.capture` records any block of calls;
+* on Hopper the kernels are launched programmatically (:mod:`.launch`): a
+  product kernel is scheduled while the transform before it still runs and
+  asks the L2 for its first bytes of ``Fhat`` until the transform is done.
 
 Nothing is compiled at import; kernels are built on first use
 (:mod:`fftmatvec.backend.kernels`).
@@ -42,7 +45,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..errors import FftmatvecError
-from . import kernels
+from . import kernels, launch
 from .base import Array, Backend, StageTimer
 
 _C2R = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
@@ -297,6 +300,21 @@ class GPUBackend(Backend):
         than blocks.
     smem_limit : int
         Dynamic shared memory (bytes) one block may opt in to on this device.
+    programmatic_launch : bool
+        The native kernels of a product are launched programmatically
+        (:mod:`~fftmatvec.backend.launch`): each may start while the one
+        before it ends (CUDA, compute capability 9.0 or higher;
+        ``$FFTMATVEC_PDL=0`` turns it off).
+    early_loads : int
+        Loads of ``Fhat`` per thread that the one-vector product kernels
+        (``sbgemv_fwd``, ``sbgemv_adj_flat``) ask the L2 for before they wait
+        for the transform, when launched programmatically
+        (``$FFTMATVEC_EARLY_LOADS``).
+    flat_spare_blocks : int
+        Block slots per multiprocessor that the balanced adjoint
+        (``sbgemv_adj_flat``, one wave) leaves free when launched
+        programmatically, so that all its blocks can start beside the
+        transform before it (``$FFTMATVEC_FLAT_SPARE_BLOCKS``).
     direct_max_nt, direct_max_work, direct_max_smem : int
         When :meth:`direct_plan` takes a product (one kernel instead of
         three): ``Nt`` up to ``direct_max_nt`` (``$FFTMATVEC_DIRECT_MAX_NT``,
@@ -382,6 +400,14 @@ class GPUBackend(Backend):
         self.rfft_keep_max_bytes = l2_bytes
         self.graph_max_bytes = int(os.environ.get("FFTMATVEC_GRAPH_MAX_BYTES", 1 << 62))
         self.max_graphs = 4
+        self._launcher = launch.ProgrammaticLauncher.load() if not kernels.is_hip() and cc >= 90 else None
+        self.programmatic_launch = self._launcher is not None and os.environ.get("FFTMATVEC_PDL", "1") != "0"
+        # two loads a thread asked for before the wait: the middle size's dssdd F m 63.5-64.1 us waited for, against
+        # 66.1-68.8 with none, 64.6-67.4 with four, 66.8-70.0 launched plainly; more fill the L2 beyond what the
+        # kernel reads before it is evicted (six: 67.6-70.3, sixteen: 81.2-81.4; ddssd F^T d 66.3-66.5 with two,
+        # 67.0-68.3 plainly; benchmarks/results/h200-launch-ab-mid-stop29-*.jsonl, launch_ab.py)
+        self.early_loads = int(os.environ.get("FFTMATVEC_EARLY_LOADS", 2))
+        self.flat_spare_blocks = int(os.environ.get("FFTMATVEC_FLAT_SPARE_BLOCKS", 0))
         # "fused": native/fft.cu where the length allows it, else cuFFT in the "auto"/"sc" layouts;
         # "auto": cuFFT, "cs" for small transforms (one launch fewer), "cc" for large ones (measured faster)
         self.fft_layout = {"r2c": os.environ.get("FFTMATVEC_R2C", "fused"),
@@ -435,6 +461,15 @@ class GPUBackend(Backend):
     def _contiguous(a: Array, what: str) -> None:
         if not a.flags.c_contiguous:
             raise ValueError(f"{what} must be C-contiguous")
+
+    def _run_kernel(self, fn: Any, grid: tuple[int, ...], block: tuple[int, ...], args: tuple, smem: int = 0) -> None:
+        """Launch native kernel ``fn`` on the current stream, programmatically
+        when :attr:`programmatic_launch` (``args``: device arrays and NumPy
+        scalars, as :func:`launch.kernel_params` takes them)."""
+        if self.programmatic_launch:
+            self._launcher(fn, grid, block, args, smem, self._cupy.cuda.get_current_stream().ptr)
+        else:
+            fn(grid, block, args, shared_mem=smem)
 
     # -- graphs ----------------------------------------------------------
     def use_replay(self, nbytes: int) -> bool:
@@ -581,7 +616,7 @@ class GPUBackend(Backend):
         args = [src, dst, np.int32(n), np.int32(nt), np.int32(K), np.int32(TT)]
         if which == "unpad":
             args.append(dst.dtype.type(scale))
-        fn(grid, block, tuple(args), shared_mem=smem)
+        self._run_kernel(fn, grid, block, tuple(args), smem)
 
     def _ccast(self, src: Array, dst: Array, scale: float) -> None:
         """dst = scale * src, complex, any precisions; both contiguous, same size."""
@@ -589,7 +624,7 @@ class GPUBackend(Backend):
         rdt = _C2R[np.dtype(dst.dtype)]
         fn = kernels.kernel("glue.cu", "ccast_kernel", src.dtype, dst.dtype)
         blocks = int(min(-(-n // 256), self.sm_count * 16)) or 1
-        fn((blocks,), (256,), (src, dst, np.int64(n), rdt.type(scale)))
+        self._run_kernel(fn, (blocks,), (256,), (src, dst, np.int64(n), rdt.type(scale)))
 
     # -- FFTs ------------------------------------------------------------
     # cuFFT is fast on batches of contiguous series and slow on the strided
@@ -641,8 +676,8 @@ class GPUBackend(Backend):
         fn = kernels.kernel("glue.cu", "rowcopy_kernel", src.dtype, dst.dtype)
         blocks = int(min(B, self.sm_count * 16))
         threads = 256 if C >= 256 else 32 * -(-C // 32)
-        fn((blocks,), (threads,), (src, dst, np.int32(B), np.int32(C), np.int64(ibs), np.int64(obs),
-                                   _real_of(dst.dtype).type(scale)))
+        self._run_kernel(fn, (blocks,), (threads,), (src, dst, np.int32(B), np.int32(C), np.int64(ibs), np.int64(obs),
+                                                     _real_of(dst.dtype).type(scale)))
 
     def _btranspose(self, src: Array, dst: Array, R: int, C: int, ldi: int, ldo: int, batches: int = 1,
                     ibs: int = 0, obs: int = 0, scale: float = 1.0) -> None:
@@ -651,8 +686,8 @@ class GPUBackend(Backend):
         if grid[1] > 65535 or batches > 65535:
             raise FftmatvecError(f"transpose of {batches} x {R} x {C} is too large for one launch")
         fn = kernels.kernel("glue.cu", "btranspose_kernel", src.dtype, dst.dtype)
-        fn(grid, (32, 8), (src, dst, np.int32(R), np.int32(C), np.int64(ldi), np.int64(ldo), np.int64(ibs),
-                           np.int64(obs), _real_of(dst.dtype).type(scale)))
+        self._run_kernel(fn, grid, (32, 8), (src, dst, np.int32(R), np.int32(C), np.int64(ldi), np.int64(ldo),
+                                             np.int64(ibs), np.int64(obs), _real_of(dst.dtype).type(scale)))
 
     def _series_pad(self, x: Array, P: Array) -> None:
         """P[j*K + k, t] = x[j, t, k] for t < Nt (cast); P's other columns untouched."""
@@ -952,7 +987,7 @@ class GPUBackend(Backend):
             args.append(np.int32(dst.nbytes <= self.rfft_keep_max_bytes))
         else:
             args.append(_C2R[np.dtype(ctype)].type(scale))
-        fn((blocks,), (threads,), tuple(args), shared_mem=smem)
+        self._run_kernel(fn, (blocks,), (threads,), tuple(args), smem)
         return True
 
     @staticmethod
@@ -1013,7 +1048,8 @@ class GPUBackend(Backend):
     def _sum_splits(self, part: Array, out: Array, S: int) -> None:
         n = out.size
         red = kernels.kernel("sbgemv.cu", "sum_splits", out.dtype)
-        red((int(min(-(-n // 256), self.sm_count * 8)),), (256,), (part, out, np.int64(n), np.int32(S)))
+        blocks = int(min(-(-n // 256), self.sm_count * 8))
+        self._run_kernel(red, (blocks,), (256,), (part, out, np.int64(n), np.int32(S)))
 
     def _sbgemv_cols(self, Fhat, x_hat, out, adjoint, col0, col1, part):
         """Native product over the columns [col0, col1) of ``Fhat``.
@@ -1028,7 +1064,8 @@ class GPUBackend(Backend):
         lda = self._row_stride(Fhat, adjoint)
         aligned = (Fhat.data.ptr | x_hat.data.ptr | out.data.ptr) % 16 == 0  # 16-byte vector loads allowed
         key = ("adj" if adjoint else "fwd", nf, nd, nm, K, ta, x_hat.dtype, aligned, col0, col1, part is None, lda,
-               self.fwd_splits, self.fwd_lanes, self.adj_flat, self.adj_flat_max_bytes, self.adj_keep_max_bytes)
+               self.fwd_splits, self.fwd_lanes, self.adj_flat, self.adj_flat_max_bytes, self.adj_keep_max_bytes,
+               self.programmatic_launch, self.early_loads, self.flat_spare_blocks)
         cfg = self._launch.get(key)
         if cfg is None:
             extra = {} if adjoint else {"lda": lda}
@@ -1038,7 +1075,7 @@ class GPUBackend(Backend):
         fn, grid, block, smem, tail, S = cfg
         dst = out if S == 1 and part is None else (part if part is not None else
                                                     self.scratch((S,) + out.shape, ta, "sbgemv-splits"))
-        fn(grid, block, (Fhat, x_hat, dst) + tail, shared_mem=smem)
+        self._run_kernel(fn, grid, block, (Fhat, x_hat, dst) + tail, smem)
         return S if part is None else 1
 
     @staticmethod
@@ -1102,8 +1139,13 @@ class GPUBackend(Backend):
         grid = (-(-groups // (threads // G)), -(-K // KB))
         smem = threads // 32 * R * KB * ta.itemsize if G > 32 else 0
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(G), np.int32(S), np.int32(cw),
-                np.int32(col0), np.int32(col1), np.int32(nd if lda is None else lda))
+                np.int32(col0), np.int32(col1), np.int32(nd if lda is None else lda), np.int32(self._early()))
         return fn, grid, (threads,), smem, tail, S
+
+    def _early(self) -> int:
+        """``early`` of the one-vector product kernels: prefetches before the wait pay only when the kernel
+        can start during the transform."""
+        return self.early_loads if self.programmatic_launch else 0
 
     def _adj_config(self, nf, nd, nm, K, ta, tx, U=None, VEC=None, KB=None, CT=None, flat=None, T=256,
                     col0=0, col1=None, S=None, keep=None):
@@ -1127,10 +1169,13 @@ class GPUBackend(Backend):
             U = U or (8 if np.dtype(tx).itemsize > ta.itemsize else 4)
             fn = kernels.kernel("sbgemv.cu", "sbgemv_adj_flat", ta, tx, U, VEC)
             units = nf * (ncol // VEC)
-            P = max(1, min(self.sm_count * self._resident_blocks(fn, T), -(-units // T)))
+            per_sm = self._resident_blocks(fn, T)
+            if self.programmatic_launch:  # leave room for the transform before it (see flat_spare_blocks)
+                per_sm = max(1, per_sm - self.flat_spare_blocks)
+            P = max(1, min(self.sm_count * per_sm, -(-units // T)))
             per = -(-units // P)
             tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int64(per), np.int32(col0), np.int32(col1),
-                    np.int32(keep))
+                    np.int32(self._early()), np.int32(keep))
             return fn, (P,), (T,), 0, tail, 1
         if U is None:
             U = 8 if KB == 1 else (4 if KB <= 4 else 2)
@@ -1174,7 +1219,7 @@ class GPUBackend(Backend):
             self._ccast(x_hat, xc, 1.0)
             x_hat = xc
         dst = out if S == 1 else self.scratch((S,) + out.shape, ta, "sbgemm-splits")
-        fn(grid, block, (Fhat, x_hat, dst) + tail, shared_mem=smem)
+        self._run_kernel(fn, grid, block, (Fhat, x_hat, dst) + tail, smem)
         if S > 1:
             self._sum_splits(dst, out, S)
 
@@ -1291,7 +1336,7 @@ class GPUBackend(Backend):
         if cfg is None:
             return False
         fn, grid, block, smem, tail = cfg
-        fn(grid, block, (Fhat, x_hat, out) + tail, shared_mem=smem)
+        self._run_kernel(fn, grid, block, (Fhat, x_hat, out) + tail, smem)
         return True
 
     def _adj_tensor_config(self, nf, nd, nm, K, ta, tx) -> tuple | None:
