@@ -3,7 +3,7 @@
 Each variant is a GPU backend of its own: ``plain`` (``programmatic_launch``
 off) or ``pdl`` (programmatic launches), ``pdl:E`` with ``early_loads = E``,
 either with settings of the backend's integer attributes appended, e.g.
-``pdl:2+flat_spare_blocks=1``.  For every
+``pdl:2+fwd_lanes=64``.  For every
 row (the GPU issue's middle-size rows; with ``--big`` the big size's
 one-vector rows too) the variants' operators are built on the same
 ``Fhat`` and input, checked to give the same result bit for bit, and timed
@@ -13,7 +13,7 @@ product of ``-N`` queued back to back.  One JSON line per row, variant and
 round, with the floor (``Fhat``'s bytes over the copy bandwidth measured
 here).
 
-usage: python benchmarks/launch_ab.py --variants plain,pdl:0,pdl:2+flat_spare_blocks=1 --out results/x.jsonl
+usage: python benchmarks/launch_ab.py --variants plain,pdl:0,pdl:2+fwd_lanes=64 --out results/x.jsonl
 """
 
 from __future__ import annotations
