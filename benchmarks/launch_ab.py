@@ -6,7 +6,8 @@ either with settings of the backend's integer attributes appended, e.g.
 ``pdl:2+fwd_lanes=64``.  For every
 row (the GPU issue's middle-size rows; with ``--big`` the big size's
 one-vector rows too) the variants' operators are built on the same
-``Fhat`` and input, checked to give the same result bit for bit, and timed
+``Fhat`` and input, checked to agree with the first (``rel_diff``: bit for
+bit unless a variant changes the order of the sums), and timed
 in alternation, ``--rounds`` times: the median of ``-N`` products each
 waited for (host clock, as ``fftmatvec bench``'s "time") and the time per
 product of ``-N`` queued back to back.  One JSON line per row, variant and
@@ -97,9 +98,12 @@ def main() -> None:
                 ops = {v: BTTOperator(f, device=be, **kw) for v, be in backends.items()}
                 applies = {v: (op.rmatvec if adjoint else op.matvec) for v, op in ops.items()}
                 results = {v: applies[v](x) for v in variants}
-                for v in variants[1:]:
-                    if not bool((results[v] == results[variants[0]]).all()):
-                        raise SystemExit(f"{code} {'F^T d' if adjoint else 'F m'}: {v} differs from {variants[0]}")
+                ref = results[variants[0]]
+                rel_diff = {v: float(abs(results[v] - ref).max() / abs(ref).max()) for v in variants}
+                for v in variants:
+                    if rel_diff[v] > 1e-5:  # a set-up that changes the summation order differs in the last bits
+                        raise SystemExit(f"{code} {'F^T d' if adjoint else 'F m'}: {v} differs from {variants[0]} "
+                                         f"by {rel_diff[v]:.2e}")
                 op = ops[variants[0]]
                 fhat = op.engine.Fhat[(op.adjoint_precision if adjoint else op.precision).sbgemv]
                 floor = fhat.nbytes / first.copy_bandwidth(nbytes=int(max(fhat.nbytes, 256 << 20)))
@@ -113,7 +117,8 @@ def main() -> None:
                         row = dict(Nm=Nm, Nd=Nd, Nt=Nt, precision=code, adjoint=adjoint, variant=v, round=rnd,
                                    waited_us=round(t_w * 1e6, 2), back_to_back_us=round(t_b * 1e6, 2),
                                    floor_us=round(floor * 1e6, 2), waited_x_floor=round(t_w / floor, 4),
-                                   back_to_back_x_floor=round(t_b / floor, 4), device=first.device_name,
+                                   back_to_back_x_floor=round(t_b / floor, 4), rel_diff=rel_diff[v],
+                                   device=first.device_name,
                                    command=command)
                         print(json.dumps(row), flush=True)
                         out.write(json.dumps(row) + "\n")
