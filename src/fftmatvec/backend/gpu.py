@@ -399,7 +399,7 @@ class GPUBackend(Backend):
         self.programmatic_launch = self._launcher is not None and os.environ.get("FFTMATVEC_PDL", "1") != "0"
         # two loads a thread asked for before the wait: the middle size's dssdd F m 63.5-64.1 us waited for, against
         # 66.1-68.8 with none, 64.6-67.4 with four, 66.8-70.0 launched plainly; more fill the L2 beyond what the
-        # kernel reads before it is evicted (six: 67.6-70.3, sixteen: 81.2-81.4; ddssd F^T d 66.3-66.5 with two,
+        # kernel reads before it is evicted (six: 67.6-70.2, sixteen: 81.2-81.4; ddssd F^T d 66.3-66.5 with two,
         # 67.0-68.3 plainly; benchmarks/results/h200-launch-ab-mid-stop29-*.jsonl, launch_ab.py)
         self.early_loads = int(os.environ.get("FFTMATVEC_EARLY_LOADS", 2))
         # "fused": native/fft.cu where the length allows it, else cuFFT in the "auto"/"sc" layouts;

@@ -12,8 +12,9 @@ product kernels ask the L2 for their first bytes of ``Fhat`` there.  Inside
 a recorded CUDA graph the launch becomes a programmatic edge.
 
 Every kernel in ``native/`` waits before it touches memory that an earlier
-kernel writes, so a programmatic launch is always safe; it is a plain
-launch on devices before compute capability 9.0 (the wait is compiled out).
+kernel writes, so a programmatic launch is always safe.  The backend
+launches this way from compute capability 9.0 (before it, and on HIP, the
+kernels' waits compile to nothing).
 """
 
 from __future__ import annotations
