@@ -1653,7 +1653,7 @@ def main(argv=None) -> int:
         from fftmatvec import BTTOperator
         from fftmatvec.backend.launch import (PROGRAMMATIC_STREAM_SERIALIZATION, LaunchAttribute, LaunchConfig,
                                               kernel_params)
-        from fftmatvec.bench import random_slab
+        from fftmatvec.bench import _back_to_back_time, _median_time, random_slab
 
         libcuda = ctypes.CDLL("libcuda.so.1")
         launch_ex = libcuda.cuLaunchKernelEx
@@ -1712,21 +1712,8 @@ def main(argv=None) -> int:
             queued = {k: [] for k in variants}
             for _ in range(5):
                 for k, fn in variants.items():
-                    for _ in range(5):
-                        fn()
-                    be.synchronize()
-                    ts = []
-                    for _ in range(200):
-                        t0 = time.perf_counter()
-                        fn()
-                        be.synchronize()
-                        ts.append(time.perf_counter() - t0)
-                    waited[k].append(float(np.median(ts)))
-                    t0 = time.perf_counter()
-                    for _ in range(200):
-                        fn()
-                    be.synchronize()
-                    queued[k].append((time.perf_counter() - t0) / 200)
+                    waited[k].append(_median_time(fn, 200, be.synchronize))
+                    queued[k].append(_back_to_back_time(fn, 200, be.synchronize))
             for k in variants:
                 emit(what="chain", code=code, adjoint=adjoint, variant=k, kernels=len(launches),
                      kernel_names=[fn.name[:40] for fn, *_ in launches], chain_equals_graph=same,

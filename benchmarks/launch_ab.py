@@ -22,13 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 
 import numpy as np
 
 from fftmatvec import BTTOperator
 from fftmatvec.backend.gpu import GPUBackend
-from fftmatvec.bench import random_slab
+from fftmatvec.bench import _back_to_back_time, _median_time, random_slab
 
 MID = (1000, 50, 500)
 BIG = (5000, 100, 1000)
@@ -56,23 +55,36 @@ def backend(variant: str) -> GPUBackend:
     return be
 
 
-def waited(apply, x, be, reps: int) -> float:
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        apply(x)
-        be.synchronize()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
-def back_to_back(apply, x, be, reps: int) -> float:
-    be.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        apply(x)
-    be.synchronize()
-    return (time.perf_counter() - t0) / reps
+def run_row(f: np.ndarray, code: str, adjoint: bool, backends: dict[str, GPUBackend], rounds: int, reps: int,
+            emit) -> None:
+    """Time one row's variants (each an operator on ``f`` of its own backend), alternated ``rounds`` times."""
+    variants = list(backends)
+    first = backends[variants[0]]
+    Nd, Nm, Nt = f.shape
+    x = first.asarray(np.random.default_rng([7, 1]).standard_normal((Nd if adjoint else Nm, Nt)))
+    kw = dict(adjoint_precision=code) if adjoint else dict(precision=code)
+    ops = {v: BTTOperator(f, device=be, **kw) for v, be in backends.items()}
+    applies = {v: (op.rmatvec if adjoint else op.matvec) for v, op in ops.items()}
+    ref = applies[variants[0]](x)
+    rel_diff = {v: float(abs(applies[v](x) - ref).max() / abs(ref).max()) for v in variants}
+    for v in variants:
+        if rel_diff[v] > 1e-5:  # a set-up that changes the summation order differs in the last bits
+            raise SystemExit(f"{code} {'F^T d' if adjoint else 'F m'}: {v} differs from {variants[0]} "
+                             f"by {rel_diff[v]:.2e}")
+    op = ops[variants[0]]
+    fhat = op.engine.Fhat[(op.adjoint_precision if adjoint else op.precision).sbgemv]
+    floor = fhat.nbytes / first.copy_bandwidth(nbytes=int(max(fhat.nbytes, 256 << 20)))
+    for rnd in range(rounds):
+        for v in variants:
+            apply, sync = applies[v], backends[v].synchronize
+            for _ in range(3):  # warm: recorded, replayed
+                apply(x)
+            t_w = _median_time(lambda: apply(x), reps, sync)
+            t_b = _back_to_back_time(lambda: apply(x), reps, sync)
+            emit(Nm=Nm, Nd=Nd, Nt=Nt, precision=code, adjoint=adjoint, variant=v, round=rnd,
+                 waited_us=round(t_w * 1e6, 2), back_to_back_us=round(t_b * 1e6, 2), floor_us=round(floor * 1e6, 2),
+                 waited_x_floor=round(t_w / floor, 4), back_to_back_x_floor=round(t_b / floor, 4),
+                 rel_diff=rel_diff[v], device=first.device_name)
 
 
 def main() -> None:
@@ -83,46 +95,19 @@ def main() -> None:
     ap.add_argument("--big", action="store_true", help="the big size's one-vector rows too")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    variants = args.variants.split(",")
-    backends = {v: backend(v) for v in variants}
-    first = backends[variants[0]]
+    backends = {v: backend(v) for v in args.variants.split(",")}
     command = "python benchmarks/launch_ab.py " + " ".join(sys.argv[1:])
-    sizes = [MID] + ([BIG] if args.big else [])
     with open(args.out, "a") as out:
-        for Nm, Nd, Nt in sizes:
+
+        def emit(**row) -> None:
+            line = json.dumps(dict(row, command=command))
+            print(line, flush=True)
+            out.write(line + "\n")
+
+        for Nm, Nd, Nt in [MID] + ([BIG] if args.big else []):
             f = random_slab(7, Nd, Nm, Nt, (0, Nd), (0, Nm))
             for code, adjoint in ROWS:
-                n_in = Nd if adjoint else Nm
-                x = first.asarray(np.random.default_rng([7, 1]).standard_normal((n_in, Nt)))
-                kw = dict(adjoint_precision=code) if adjoint else dict(precision=code)
-                ops = {v: BTTOperator(f, device=be, **kw) for v, be in backends.items()}
-                applies = {v: (op.rmatvec if adjoint else op.matvec) for v, op in ops.items()}
-                results = {v: applies[v](x) for v in variants}
-                ref = results[variants[0]]
-                rel_diff = {v: float(abs(results[v] - ref).max() / abs(ref).max()) for v in variants}
-                for v in variants:
-                    if rel_diff[v] > 1e-5:  # a set-up that changes the summation order differs in the last bits
-                        raise SystemExit(f"{code} {'F^T d' if adjoint else 'F m'}: {v} differs from {variants[0]} "
-                                         f"by {rel_diff[v]:.2e}")
-                op = ops[variants[0]]
-                fhat = op.engine.Fhat[(op.adjoint_precision if adjoint else op.precision).sbgemv]
-                floor = fhat.nbytes / first.copy_bandwidth(nbytes=int(max(fhat.nbytes, 256 << 20)))
-                for rnd in range(args.rounds):
-                    for v in variants:
-                        be = backends[v]
-                        for _ in range(3):  # warm: recorded, replayed
-                            applies[v](x)
-                        t_w = waited(applies[v], x, be, args.N)
-                        t_b = back_to_back(applies[v], x, be, args.N)
-                        row = dict(Nm=Nm, Nd=Nd, Nt=Nt, precision=code, adjoint=adjoint, variant=v, round=rnd,
-                                   waited_us=round(t_w * 1e6, 2), back_to_back_us=round(t_b * 1e6, 2),
-                                   floor_us=round(floor * 1e6, 2), waited_x_floor=round(t_w / floor, 4),
-                                   back_to_back_x_floor=round(t_b / floor, 4), rel_diff=rel_diff[v],
-                                   device=first.device_name,
-                                   command=command)
-                        print(json.dumps(row), flush=True)
-                        out.write(json.dumps(row) + "\n")
-                del op, ops, applies, results
+                run_row(f, code, adjoint, backends, args.rounds, args.N, emit)
 
 
 if __name__ == "__main__":
