@@ -381,7 +381,6 @@ class GPUBackend(Backend):
         self.fwd_lanes: int | None = None
         self.adj_flat = True  # balanced adjoint kernel for one right-hand side
         self.adj_flat_max_bytes = 512 << 20  # ... below this many bytes of Fhat (the blocked one from there)
-        self.adj_flat_loads: int | None = None  # rows in flight per thread of the balanced adjoint (None: by dtype)
         # the one-column adjoint kernels store their result at evict-last priority in the L2 when it is at most
         # this many bytes, so that more of it is still there for the inverse transform: the big ddssd adjoint
         # 983 against 990 us of device time, the middle ddddd one 103 against 105.5 us; the big ddddd one's
@@ -1060,7 +1059,7 @@ class GPUBackend(Backend):
         aligned = (Fhat.data.ptr | x_hat.data.ptr | out.data.ptr) % 16 == 0  # 16-byte vector loads allowed
         key = ("adj" if adjoint else "fwd", nf, nd, nm, K, ta, x_hat.dtype, aligned, col0, col1, part is None, lda,
                self.fwd_splits, self.fwd_lanes, self.adj_flat, self.adj_flat_max_bytes, self.adj_keep_max_bytes,
-               self.programmatic_launch, self.early_loads, self.adj_flat_loads)
+               self.programmatic_launch, self.early_loads)
         cfg = self._launch.get(key)
         if cfg is None:
             extra = {} if adjoint else {"lda": lda}
@@ -1161,7 +1160,7 @@ class GPUBackend(Backend):
         if flat:  # one right-hand side: balanced column ranges, one block per resident slot
             # eight rows in flight when the vector is wider than Fhat (complex128 into a complex64 product:
             # 52.3 us against 56.0 us with four at the middle size, benchmarks/results/h200-probe-fused-io.jsonl)
-            U = U or self.adj_flat_loads or (8 if np.dtype(tx).itemsize > ta.itemsize else 4)
+            U = U or (8 if np.dtype(tx).itemsize > ta.itemsize else 4)
             fn = kernels.kernel("sbgemv.cu", "sbgemv_adj_flat", ta, tx, U, VEC)
             units = nf * (ncol // VEC)
             P = max(1, min(self.sm_count * self._resident_blocks(fn, T), -(-units // T)))
