@@ -248,6 +248,33 @@ def test_programmatic_launch_equals_plain(gpu, rng, code, shape):
         assert ws.slot.get("graphs"), ws.slot.get("error")
 
 
+def test_recording_falls_back_to_plain_launches(rng):
+    """A driver that cannot record programmatic launches: the product is
+    recorded with plain launches, which the backend keeps from then on, and
+    replayed results equal those of plain eager launches."""
+    be = GPUBackend()
+    if not be.programmatic_launch:
+        pytest.skip("no programmatic launch on this device")
+    launcher = be._launcher
+
+    def refuses_to_record(*args):
+        if cupy.cuda.get_current_stream().is_capturing():
+            raise RuntimeError("cuLaunchKernelEx: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED")
+        launcher(*args)
+
+    be._launcher = refuses_to_record
+    plain = GPUBackend()
+    plain.programmatic_launch = False
+    f = rng.standard_normal((5, 40, 48))
+    op, op_plain = BTTOperator(f, precision="dssdd", device=be), BTTOperator(f, precision="dssdd", device=plain)
+    for call in range(4):  # eager (programmatic), recorded (plain), replayed, replayed
+        x = cupy.asarray(rng.standard_normal((40, 48)))
+        cupy.testing.assert_array_equal(op.matvec(x), op_plain.matvec(x))
+    assert not be.programmatic_launch
+    slot = op.engine.workspace(False, op.precision, 1).slot
+    assert slot.get("graphs") and not slot.get("eager"), slot.get("error")
+
+
 @pytest.mark.parametrize("K", [1, 2])  # native kernels (cuBLAS, from K = 3 in complex128, cannot be recorded)
 def test_products_into_caller_array(eager_gpu, staged_gpu, rng, K):
     """Device inputs: the eager staged kernels write the caller's result

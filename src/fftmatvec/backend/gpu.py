@@ -508,7 +508,9 @@ class GPUBackend(Backend):
         ``y_fixed`` copied to ``y``.  A recording reads and writes the
         buffers at launch, so results equal eager ones.  A capture that fails
         (an operation that cannot be recorded, e.g. some library calls) makes
-        the slot eager for good.
+        the slot eager for good; with :attr:`programmatic_launch` on, it is
+        first tried again with plain launches, which the backend keeps if
+        that succeeds (a driver that records no programmatic launches).
 
         Buffers are told apart by their addresses alone: within one slot every
         ``x`` (and every ``y``) has the same size and dtype and is
@@ -549,17 +551,29 @@ class GPUBackend(Backend):
 
     def _record(self, slot: dict, key: tuple, fn: Callable[[Array, Array], None], x: Array, y: Array) -> None:
         try:
-            with self.capture() as rec:
+            rec = self._recorded(fn, x, y)
+        except Exception as exc:
+            rec = None
+            if self.programmatic_launch:  # a driver may record no programmatic launches: plain ones from now on
+                self.programmatic_launch = False
+                try:
+                    rec = self._recorded(fn, x, y)
+                except Exception:
+                    self.programmatic_launch = True
+            if rec is None:  # cannot record: stay eager for this slot
+                slot["eager"] = True
+                slot["error"] = repr(exc)
                 fn(x, y)
-        except Exception as exc:  # cannot record: stay eager for this slot
-            slot["eager"] = True
-            slot["error"] = repr(exc)
-            fn(x, y)
-            return
+                return
         graphs = slot["graphs"]
         graphs[key] = rec.graph
         while len(graphs) > self.max_graphs:
             graphs.pop(next(iter(graphs)))
+
+    def _recorded(self, fn: Callable[[Array, Array], None], x: Array, y: Array) -> _Recording:
+        with self.capture() as rec:
+            fn(x, y)
+        return rec
 
     # -- the five stages -------------------------------------------------
     def pad(self, x: Array, out: Array) -> None:
