@@ -3,7 +3,9 @@
 Each variant is a GPU backend of its own: ``plain`` (``programmatic_launch``
 off) or ``pdl`` (programmatic launches), ``pdl:E`` with ``early_loads = E``,
 either with settings of the backend's integer attributes appended, e.g.
-``pdl:2+fwd_lanes=64``.  For every
+``pdl:2+fwd_lanes=64``, and either with ``@REV``: ``native/sbgemv.cu`` from
+git revision ``REV`` (or ``@file:PATH``, from that file; see
+``ab_sources.py``), launched as the working tree launches it.  For every
 row (the GPU issue's middle-size rows; with ``--big`` the big size's
 one-vector rows too) the variants' operators are built on the same
 ``Fhat`` and input, checked to agree with the first (``rel_diff``: bit for
@@ -14,7 +16,7 @@ product of ``-N`` queued back to back.  One JSON line per row, variant and
 round, with the floor (``Fhat``'s bytes over the copy bandwidth measured
 here).
 
-usage: python benchmarks/launch_ab.py --variants plain,pdl:0,pdl:2+fwd_lanes=64 --out results/x.jsonl
+usage: python benchmarks/launch_ab.py --variants plain,pdl:0,pdl:2+fwd_lanes=64,pdl@HEAD~1 --out results/x.jsonl
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from fftmatvec import BTTOperator
 from fftmatvec.backend.gpu import GPUBackend
 from fftmatvec.bench import _back_to_back_time, _median_time, random_slab
 
+from ab_sources import use_revisions
+
 MID = (1000, 50, 500)
 BIG = (5000, 100, 1000)
 ROWS = [("ddddd", False), ("ddddd", True), ("dssdd", False), ("ddssd", True)]
@@ -37,7 +41,7 @@ ROWS = [("ddddd", False), ("ddddd", True), ("dssdd", False), ("ddssd", True)]
 def backend(variant: str) -> GPUBackend:
     """``plain``, or ``pdl[:E]`` (``early_loads = E``) followed by ``+attr=value`` settings of the
     backend's integer attributes."""
-    kind, *settings = variant.split("+")
+    kind, *settings = variant.partition("@")[0].split("+")
     be = GPUBackend()
     if kind == "plain" and not settings:
         be.programmatic_launch = False
@@ -56,15 +60,21 @@ def backend(variant: str) -> GPUBackend:
 
 
 def run_row(f: np.ndarray, code: str, adjoint: bool, backends: dict[str, GPUBackend], rounds: int, reps: int,
-            emit) -> None:
-    """Time one row's variants (each an operator on ``f`` of its own backend), alternated ``rounds`` times."""
+            emit, select) -> None:
+    """Time one row's variants (each an operator on ``f`` of its own backend), alternated ``rounds`` times;
+    ``select(rev)`` picks the revision of ``sbgemv.cu`` that kernels are built from."""
     variants = list(backends)
     first = backends[variants[0]]
     Nd, Nm, Nt = f.shape
     x = first.asarray(np.random.default_rng([7, 1]).standard_normal((Nd if adjoint else Nm, Nt)))
     kw = dict(adjoint_precision=code) if adjoint else dict(precision=code)
     ops = {v: BTTOperator(f, device=be, **kw) for v, be in backends.items()}
-    applies = {v: (op.rmatvec if adjoint else op.matvec) for v, op in ops.items()}
+
+    def applier(v: str, op: BTTOperator):
+        rev, apply = v.partition("@")[2] or "tree", op.rmatvec if adjoint else op.matvec
+        return lambda x: (select(rev), apply(x))[1]
+
+    applies = {v: applier(v, op) for v, op in ops.items()}
     ref = applies[variants[0]](x)
     rel_diff = {v: float(abs(applies[v](x) - ref).max() / abs(ref).max()) for v in variants}
     for v in variants:
@@ -96,6 +106,7 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     backends = {v: backend(v) for v in args.variants.split(",")}
+    select = use_revisions("sbgemv.cu", sorted({v.partition("@")[2] for v in backends} - {""}))
     command = "python benchmarks/launch_ab.py " + " ".join(sys.argv[1:])
     with open(args.out, "a") as out:
 
@@ -107,7 +118,7 @@ def main() -> None:
         for Nm, Nd, Nt in [MID] + ([BIG] if args.big else []):
             f = random_slab(7, Nd, Nm, Nt, (0, Nd), (0, Nm))
             for code, adjoint in ROWS:
-                run_row(f, code, adjoint, backends, args.rounds, args.N, emit)
+                run_row(f, code, adjoint, backends, args.rounds, args.N, emit, select)
 
 
 if __name__ == "__main__":
