@@ -161,7 +161,7 @@ template <typename T> FMV_DEV T min_(T a, T b) { return a < b ? a : b; }
 // has finished and its writes are visible (at once for a plain launch).  Every
 // kernel calls both first, and touches no memory an earlier kernel may write
 // before its wait: completion then stays in stream order along a chain of
-// programmatic launches.  What a kernel does before its wait (prefetch of
+// programmatic launches.  What a kernel does before its wait (prefetch_l2 of
 // data no kernel writes, as Fhat) overlaps the end of the kernel before it.
 FMV_DEV void let_next_grid_start() {
 #if !defined(FMV_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -173,13 +173,10 @@ FMV_DEV void wait_for_prior_grids() {
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
-// ask the L2 (or, with near, this multiprocessor's L1 too) for the line holding p (a hint: nothing waits for it)
-FMV_DEV void prefetch(const void* p, bool near) {
+// ask the L2 for the 32-byte sector holding p (a hint: nothing waits for it)
+FMV_DEV void prefetch_l2(const void* p) {
 #ifndef FMV_HIP
-    if (near)
-        asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
-    else
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 #endif
 }
 

@@ -34,15 +34,14 @@ using fmv::index_t;
 // (G > 32 only) = blockDim.x / 32 * R * KB * sizeof(TA).
 // Requirements: VEC == 2 only with nm, col0, cw even (16-byte aligned loads);
 // KB == 1 only with K == 1.
-// Before it waits for the kernel before it (fmv::wait_for_prior_grids), each
-// lane asks its multiprocessor's L1 for its first `near` loads of A and the L2
-// for the `early` after them: launched programmatically, these overlap the end
-// of the forward transform.
+// Each lane asks the L2 for its first `early` loads of A before it waits for
+// the kernel before it (fmv::wait_for_prior_grids): launched programmatically,
+// these overlap the end of the forward transform.
 // ---------------------------------------------------------------------------
 template <typename TA, typename TX, int R, int U, int VEC, int KB>
 __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y,
                            int nf, int nd, int nm, int K, int G, int S, int cw, int col0, int col1, int lda,
-                           int near, int early) {
+                           int early) {
     fmv::let_next_grid_start();
     const int sub = threadIdx.x & (G - 1);
     const index_t group = ((index_t)blockIdx.x * blockDim.x + threadIdx.x) / G;
@@ -64,13 +63,13 @@ __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, T
 #pragma unroll
         for (int b = 0; b < KB; ++b) acc[r][b] = fmv::czero<TA>();
 
-    if (active)  // Fhat is no kernel's output: this lane's first loads of it are asked for before the wait
-        for (int e = 0; e < near + early; ++e) {
+    if (active)  // Fhat is no kernel's output: this lane's first `early` loads of it are asked for before the wait
+        for (int e = 0; e < early; ++e) {
             const int j = jbeg + sub * VEC + e * G * VEC;
             if (j < jend)
 #pragma unroll
                 for (int r = 0; r < R; ++r)
-                    fmv::prefetch(A + ((index_t)f * lda + i0 + fmv::min_(r, rows - 1)) * nm + j, e < near);
+                    fmv::prefetch_l2(A + ((index_t)f * lda + i0 + fmv::min_(r, rows - 1)) * nm + j);
         }
     fmv::wait_for_prior_grids();
     if (active) {
@@ -299,24 +298,22 @@ __global__ void sum_splits(const TA* __restrict__ P, TA* __restrict__ Y, index_t
 // owns VEC consecutive columns at a time and loops over the nd rows with U
 // 16-byte loads in flight; X[f, i] is the same for a whole warp (L1 broadcast).
 // Only columns [col0, col1) are computed; with `keep`, Y is stored at evict-last priority in the L2.
-// Before a thread waits for the kernel before it, it asks the L1 for its first column's first `near` rows and the
-// L2 for the `early` rows after them.
+// A thread asks the L2 for its first column's first `early` rows before it waits for the kernel before it.
 // Requirements: nm, col0, col1 multiples of VEC.
 // ---------------------------------------------------------------------------
 template <typename TA, typename TX, int U, int VEC>
 __global__ void sbgemv_adj_flat(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y, int nf,
-                                int nd, int nm, index_t per_block, int col0, int col1, int near, int early,
-                                int keep) {
+                                int nd, int nm, index_t per_block, int col0, int col1, int early, int keep) {
     fmv::let_next_grid_start();
     const int w = col1 - col0;  // columns computed per frequency, a multiple of VEC
     const index_t units = (index_t)nf * (w / VEC);
     const index_t beg = (index_t)blockIdx.x * per_block;
     const index_t end = beg + per_block < units ? beg + per_block : units;
-    if (beg + threadIdx.x < end) {  // Fhat is no kernel's output: its first rows are asked for before the wait
+    if (beg + threadIdx.x < end) {  // Fhat is no kernel's output: the first `early` rows are asked for before the wait
         const index_t c = (beg + threadIdx.x) * VEC;
         const int f = (int)(c / w);
         const TA* a = A + (index_t)f * nd * nm + col0 + (int)(c - (index_t)f * w);
-        for (int i = 0; i < fmv::min_(near + early, nd); ++i) fmv::prefetch(a + (index_t)i * nm, i < near);
+        for (int i = 0; i < fmv::min_(early, nd); ++i) fmv::prefetch_l2(a + (index_t)i * nm);
     }
     fmv::wait_for_prior_grids();
     for (index_t u = beg + threadIdx.x; u < end; u += blockDim.x) {
@@ -356,10 +353,10 @@ __global__ void sbgemv_adj_flat(const TA* __restrict__ A, const TX* __restrict__
 // instantiates through NVRTC name expressions instead).
 #define FMV_FWD(TA, TX, R, U, VEC, KB)                                                                       \
     template __global__ void sbgemv_fwd<TA, TX, R, U, VEC, KB>(const TA*, const TX*, TA*, int, int, int, int, \
-                                                               int, int, int, int, int, int, int, int);
+                                                               int, int, int, int, int, int, int);
 #define FMV_FLAT(TA, TX, U, VEC) \
     template __global__ void sbgemv_adj_flat<TA, TX, U, VEC>(const TA*, const TX*, TA*, int, int, int, index_t, int, \
-                                                             int, int, int, int);
+                                                             int, int, int);
 template __global__ void sum_splits<float2>(const float2*, float2*, index_t, int);
 template __global__ void sum_splits<double2>(const double2*, double2*, index_t, int);
 FMV_FLAT(double2, double2, 8, 1)

@@ -305,12 +305,11 @@ class GPUBackend(Backend):
         (:mod:`~fftmatvec.backend.launch`): each may start while the one
         before it ends (CUDA, compute capability 9.0 or higher;
         ``$FFTMATVEC_PDL=0`` turns it off).
-    near_loads, early_loads : int
+    early_loads : int
         Loads of ``Fhat`` per thread that the one-vector product kernels
-        (``sbgemv_fwd``, ``sbgemv_adj_flat``) ask the L1 (the first
-        ``near_loads``) and the L2 (the ``early_loads`` after them) for before
-        they wait for the transform, when launched programmatically
-        (``$FFTMATVEC_NEAR_LOADS``, ``$FFTMATVEC_EARLY_LOADS``).
+        (``sbgemv_fwd``, ``sbgemv_adj_flat``) ask the L2 for before they wait
+        for the transform, when launched programmatically
+        (``$FFTMATVEC_EARLY_LOADS``).
     direct_max_nt, direct_max_work, direct_max_smem : int
         When :meth:`direct_plan` takes a product (one kernel instead of
         three): ``Nt`` up to ``direct_max_nt`` (``$FFTMATVEC_DIRECT_MAX_NT``,
@@ -403,7 +402,6 @@ class GPUBackend(Backend):
         # kernel reads before it is evicted (six: 67.6-70.2, sixteen: 81.2-81.4; ddssd F^T d 66.3-66.5 with two,
         # 67.0-68.3 plainly; benchmarks/results/h200-launch-ab-mid-stop29-*.jsonl, launch_ab.py)
         self.early_loads = int(os.environ.get("FFTMATVEC_EARLY_LOADS", 2))
-        self.near_loads = int(os.environ.get("FFTMATVEC_NEAR_LOADS", 0))
         # "fused": native/fft.cu where the length allows it, else cuFFT in the "auto"/"sc" layouts;
         # "auto": cuFFT, "cs" for small transforms (one launch fewer), "cc" for large ones (measured faster)
         self.fft_layout = {"r2c": os.environ.get("FFTMATVEC_R2C", "fused"),
@@ -1075,7 +1073,7 @@ class GPUBackend(Backend):
         aligned = (Fhat.data.ptr | x_hat.data.ptr | out.data.ptr) % 16 == 0  # 16-byte vector loads allowed
         key = ("adj" if adjoint else "fwd", nf, nd, nm, K, ta, x_hat.dtype, aligned, col0, col1, part is None, lda,
                self.fwd_splits, self.fwd_lanes, self.adj_flat, self.adj_flat_max_bytes, self.adj_keep_max_bytes,
-               self.programmatic_launch, self.near_loads, self.early_loads)
+               self.programmatic_launch, self.early_loads)
         cfg = self._launch.get(key)
         if cfg is None:
             extra = {} if adjoint else {"lda": lda}
@@ -1149,14 +1147,13 @@ class GPUBackend(Backend):
         grid = (-(-groups // (threads // G)), -(-K // KB))
         smem = threads // 32 * R * KB * ta.itemsize if G > 32 else 0
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(G), np.int32(S), np.int32(cw),
-                np.int32(col0), np.int32(col1), np.int32(nd if lda is None else lda), *self._early())
+                np.int32(col0), np.int32(col1), np.int32(nd if lda is None else lda), np.int32(self._early()))
         return fn, grid, (threads,), smem, tail, S
 
-    def _early(self) -> tuple[np.int32, np.int32]:
-        """``near, early`` of the one-vector product kernels: prefetches before the wait pay only when the kernel
+    def _early(self) -> int:
+        """``early`` of the one-vector product kernels: prefetches before the wait pay only when the kernel
         can start during the transform."""
-        on = self.programmatic_launch
-        return np.int32(self.near_loads if on else 0), np.int32(self.early_loads if on else 0)
+        return self.early_loads if self.programmatic_launch else 0
 
     def _adj_config(self, nf, nd, nm, K, ta, tx, U=None, VEC=None, KB=None, CT=None, flat=None, T=256,
                     col0=0, col1=None, S=None, keep=None):
@@ -1183,7 +1180,7 @@ class GPUBackend(Backend):
             P = max(1, min(self.sm_count * self._resident_blocks(fn, T), -(-units // T)))
             per = -(-units // P)
             tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int64(per), np.int32(col0), np.int32(col1),
-                    *self._early(), np.int32(keep))
+                    np.int32(self._early()), np.int32(keep))
             return fn, (P,), (T,), 0, tail, 1
         if U is None:
             U = 8 if KB == 1 else (4 if KB <= 4 else 2)
