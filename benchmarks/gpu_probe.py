@@ -1643,22 +1643,20 @@ def main(argv=None) -> int:
         """Waited-for middle-size products as the engine's recorded graph against
         the same kernels launched one by one from parameters packed once: with
         the driver's cuLaunchKernel (CuPy's binding), and with cuLaunchKernelEx
-        and programmatic serialization (ctypes).  The kernels are those of one
+        and programmatic serialization (``ProgrammaticLauncher.packed``).  The kernels are those of one
         eager product (every launch through ``GPUBackend._run_kernel``), on
         the eager operator's buffers; the results are checked equal to the
         graph's.  Medians of waited-for products (host clock) and the time per
-        product queued back to back, the variants alternated in rounds."""
+        product queued back to back, the variants alternated in rounds; and
+        the same for one empty kernel, what launching and waiting cost alone."""
         import ctypes
 
         from fftmatvec import BTTOperator
-        from fftmatvec.backend.launch import (PROGRAMMATIC_STREAM_SERIALIZATION, LaunchAttribute, LaunchConfig,
-                                              kernel_params)
+        from fftmatvec.backend.launch import ProgrammaticLauncher, kernel_params
         from fftmatvec.bench import _back_to_back_time, _median_time, random_slab
 
-        libcuda = ctypes.CDLL("libcuda.so.1")
-        launch_ex = libcuda.cuLaunchKernelEx
-        launch_ex.argtypes = [ctypes.POINTER(LaunchConfig), ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
-                              ctypes.c_void_p]
+        launcher = ProgrammaticLauncher.load()
+        empty = cp.RawKernel('extern "C" __global__ void empty() {}', "empty")  # the machine's launch and wait alone
         nd, nm, nt = 50, 1000, 500
         f = random_slab(0, nd, nm, nt, (0, nd), (0, nm))
         eager = GPUBackend()
@@ -1676,20 +1674,15 @@ def main(argv=None) -> int:
             y_e = apply_e(x)
             del eager._run_kernel
             stream = cp.cuda.get_current_stream()
-            keep, plain, programmatic = [], [], []
-            attr = LaunchAttribute()
-            attr.id = PROGRAMMATIC_STREAM_SERIALIZATION
-            attr.value[0] = 1
+            keep, plain = [], []
             for fn, grid, block, args, smem in launches:
                 params, values = kernel_params(args)
-                keep.append((params, values, fn))
+                keep.append((params, values))
                 g = tuple((tuple(grid) + (1, 1))[:3])
                 b = tuple((tuple(block) + (1, 1))[:3])
                 plain.append((int(fn.kernel.ptr), *g, *b, int(smem), stream.ptr, ctypes.addressof(params), 0))
-                cfg = LaunchConfig((ctypes.c_uint * 3)(*g), (ctypes.c_uint * 3)(*b), int(smem),
-                                   ctypes.c_void_p(stream.ptr), ctypes.pointer(attr), 1)
-                keep.append(cfg)
-                programmatic.append((ctypes.byref(cfg), ctypes.c_void_p(int(fn.kernel.ptr)), params, None))
+            programmatic = [launcher.packed(fn, grid, block, args, smem, stream.ptr)
+                            for fn, grid, block, args, smem in launches]
             driver_launch = cp.cuda.driver.launchKernel
 
             def run_plain():
@@ -1697,8 +1690,8 @@ def main(argv=None) -> int:
                     driver_launch(*a)
 
             def run_programmatic():
-                for a in programmatic:
-                    launch_ex(*a)
+                for launch in programmatic:
+                    launch()
 
             y_ref = apply(x)
             same = {}
@@ -1707,7 +1700,8 @@ def main(argv=None) -> int:
                 run()
                 be.synchronize()
                 same[name] = bool(cp.array_equal(y_e, y_ref))
-            variants = {"graph": lambda: apply(x), "chain plain": run_plain, "chain programmatic": run_programmatic}
+            variants = {"graph": lambda: apply(x), "chain plain": run_plain, "chain programmatic": run_programmatic,
+                        "one empty kernel": lambda: empty((1,), (32,), ())}
             waited = {k: [] for k in variants}
             queued = {k: [] for k in variants}
             for _ in range(5):

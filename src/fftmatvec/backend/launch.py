@@ -20,7 +20,7 @@ kernels' waits compile to nothing).
 from __future__ import annotations
 
 import ctypes
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -99,11 +99,23 @@ class ProgrammaticLauncher:
                  stream_ptr: int) -> None:
         """Launch CuPy ``RawKernel`` ``fn`` on the stream ``stream_ptr``
         (``args`` as for :func:`kernel_params`)."""
-        params, _values = kernel_params(args)
+        self.packed(fn, grid, block, args, smem, stream_ptr)()
+
+    def packed(self, fn: Any, grid: tuple[int, ...], block: tuple[int, ...], args: tuple, smem: int,
+               stream_ptr: int) -> Callable[[], None]:
+        """The launch of :meth:`__call__` with its parameters packed once: each
+        call of the result launches ``fn`` again on the same arguments."""
+        params, values = kernel_params(args)
         cfg = LaunchConfig(_dims(grid), _dims(block), int(smem), ctypes.c_void_p(stream_ptr),
                            ctypes.pointer(self._attr), 1)
-        rc = self._launch(ctypes.byref(cfg), ctypes.c_void_p(int(fn.kernel.ptr)), params, None)
-        if rc != 0:
-            name = ctypes.c_char_p()
-            self._error_name(rc, ctypes.byref(name))
-            raise RuntimeError(f"cuLaunchKernelEx of {fn.name}: {(name.value or b'error').decode()} ({rc})")
+        call = (ctypes.byref(cfg), ctypes.c_void_p(int(fn.kernel.ptr)), params, None)
+
+        def launch() -> None:
+            rc = self._launch(*call)
+            if rc != 0:
+                name = ctypes.c_char_p()
+                self._error_name(rc, ctypes.byref(name))
+                raise RuntimeError(f"cuLaunchKernelEx of {fn.name}: {(name.value or b'error').decode()} ({rc})")
+
+        launch.arguments = values  # what params points to, kept alive with the launch
+        return launch
