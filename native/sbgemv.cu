@@ -298,37 +298,25 @@ __global__ void sum_splits(const TA* __restrict__ P, TA* __restrict__ Y, index_t
 // owns VEC consecutive columns at a time and loops over the nd rows with U
 // 16-byte loads in flight; X[f, i] is the same for a whole warp (L1 broadcast).
 // Only columns [col0, col1) are computed; with `keep`, Y is stored at evict-last priority in the L2.
-// Fhat is no kernel's output, so before a thread waits for the kernel before it, it copies its first column's first
-// `staged` rows into shared memory (cp.async: no registers held) and asks the L2 for the `early`
-// rows after them; launched programmatically, these overlap the transform before.
-// Launch: dynamic shared memory staged * blockDim.x * VEC * sizeof(TA).
+// A thread asks the L2 for its first column's first `early` rows before it waits for the kernel before it.
 // Requirements: nm, col0, col1 multiples of VEC.
 // ---------------------------------------------------------------------------
 template <typename TA, typename TX, int U, int VEC>
 __global__ void sbgemv_adj_flat(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y, int nf,
-                                int nd, int nm, index_t per_block, int col0, int col1, int staged, int early,
-                                int keep) {
+                                int nd, int nm, index_t per_block, int col0, int col1, int early, int keep) {
     fmv::let_next_grid_start();
-    extern __shared__ double2 fmv_smem[];
-    TA* stage = reinterpret_cast<TA*>(fmv_smem);  // row q of this thread: stage[(q * blockDim.x + threadIdx.x) * VEC]
     const int w = col1 - col0;  // columns computed per frequency, a multiple of VEC
     const index_t units = (index_t)nf * (w / VEC);
     const index_t beg = (index_t)blockIdx.x * per_block;
     const index_t end = beg + per_block < units ? beg + per_block : units;
-    const index_t first = beg + threadIdx.x;
-    if (first < end) {
-        const index_t c = first * VEC;
+    if (beg + threadIdx.x < end) {  // Fhat is no kernel's output: the first `early` rows are asked for before the wait
+        const index_t c = (beg + threadIdx.x) * VEC;
         const int f = (int)(c / w);
         const TA* a = A + (index_t)f * nd * nm + col0 + (int)(c - (index_t)f * w);
-        for (int q = 0; q < staged; ++q)
-            fmv::cp_async<sizeof(TA) * VEC>(stage + ((index_t)q * blockDim.x + threadIdx.x) * VEC, a + (index_t)q * nm,
-                                            true);
-        fmv::cp_async_commit();
-        for (int i = staged; i < fmv::min_(staged + early, nd); ++i) fmv::prefetch_l2(a + (index_t)i * nm);
+        for (int i = 0; i < fmv::min_(early, nd); ++i) fmv::prefetch_l2(a + (index_t)i * nm);
     }
     fmv::wait_for_prior_grids();
-    fmv::cp_async_wait<0>();  // (each thread reads back only its own copies)
-    for (index_t u = first; u < end; u += blockDim.x) {
+    for (index_t u = beg + threadIdx.x; u < end; u += blockDim.x) {
         const index_t c = u * VEC;
         const int f = (int)(c / w);
         const int j = col0 + (int)(c - (index_t)f * w);
@@ -338,12 +326,6 @@ __global__ void sbgemv_adj_flat(const TA* __restrict__ A, const TX* __restrict__
 #pragma unroll
         for (int v = 0; v < VEC; ++v) acc[v] = fmv::czero<TA>();
         int i = 0;
-        for (; u == first && i < staged; ++i) {
-            const TA* st = stage + ((index_t)i * blockDim.x + threadIdx.x) * VEC;
-            const TA xv = fmv::cload<TA>(x + i);
-#pragma unroll
-            for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[v], st[v], xv);
-        }
         for (; i + U <= nd; i += U) {
             TA av[U][VEC];
 #pragma unroll
@@ -374,7 +356,7 @@ __global__ void sbgemv_adj_flat(const TA* __restrict__ A, const TX* __restrict__
                                                                int, int, int, int, int, int, int);
 #define FMV_FLAT(TA, TX, U, VEC) \
     template __global__ void sbgemv_adj_flat<TA, TX, U, VEC>(const TA*, const TX*, TA*, int, int, int, index_t, int, \
-                                                             int, int, int, int);
+                                                             int, int, int);
 template __global__ void sum_splits<float2>(const float2*, float2*, index_t, int);
 template __global__ void sum_splits<double2>(const double2*, double2*, index_t, int);
 FMV_FLAT(double2, double2, 8, 1)

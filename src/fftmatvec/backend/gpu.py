@@ -310,11 +310,6 @@ class GPUBackend(Backend):
         (``sbgemv_fwd``, ``sbgemv_adj_flat``) ask the L2 for before they wait
         for the transform, when launched programmatically
         (``$FFTMATVEC_EARLY_LOADS``).
-    adj_staged_rows : int
-        Rows of ``Fhat`` per thread that ``sbgemv_adj_flat`` copies into
-        shared memory before it waits for the transform (before the
-        ``early_loads``), when launched programmatically
-        (``$FFTMATVEC_ADJ_STAGED_ROWS``).
     direct_max_nt, direct_max_work, direct_max_smem : int
         When :meth:`direct_plan` takes a product (one kernel instead of
         three): ``Nt`` up to ``direct_max_nt`` (``$FFTMATVEC_DIRECT_MAX_NT``,
@@ -407,7 +402,6 @@ class GPUBackend(Backend):
         # kernel reads before it is evicted (six: 67.6-70.2, sixteen: 81.2-81.4; ddssd F^T d 66.3-66.5 with two,
         # 67.0-68.3 plainly; benchmarks/results/h200-launch-ab-mid-stop29-*.jsonl, launch_ab.py)
         self.early_loads = int(os.environ.get("FFTMATVEC_EARLY_LOADS", 2))
-        self.adj_staged_rows = int(os.environ.get("FFTMATVEC_ADJ_STAGED_ROWS", 8))
         # "fused": native/fft.cu where the length allows it, else cuFFT in the "auto"/"sc" layouts;
         # "auto": cuFFT, "cs" for small transforms (one launch fewer), "cc" for large ones (measured faster)
         self.fft_layout = {"r2c": os.environ.get("FFTMATVEC_R2C", "fused"),
@@ -1079,7 +1073,7 @@ class GPUBackend(Backend):
         aligned = (Fhat.data.ptr | x_hat.data.ptr | out.data.ptr) % 16 == 0  # 16-byte vector loads allowed
         key = ("adj" if adjoint else "fwd", nf, nd, nm, K, ta, x_hat.dtype, aligned, col0, col1, part is None, lda,
                self.fwd_splits, self.fwd_lanes, self.adj_flat, self.adj_flat_max_bytes, self.adj_keep_max_bytes,
-               self.programmatic_launch, self.early_loads, self.adj_staged_rows)
+               self.programmatic_launch, self.early_loads)
         cfg = self._launch.get(key)
         if cfg is None:
             extra = {} if adjoint else {"lda": lda}
@@ -1182,15 +1176,12 @@ class GPUBackend(Backend):
             # 52.3 us against 56.0 us with four at the middle size, benchmarks/results/h200-probe-fused-io.jsonl)
             U = U or (8 if np.dtype(tx).itemsize > ta.itemsize else 4)
             fn = kernels.kernel("sbgemv.cu", "sbgemv_adj_flat", ta, tx, U, VEC)
-            staged = min(self.adj_staged_rows, nd) if self.programmatic_launch else 0
-            smem = staged * T * VEC * ta.itemsize
-            _allow_shared_memory(fn, smem)
             units = nf * (ncol // VEC)
-            P = max(1, min(self.sm_count * self._resident_blocks(fn, T, smem), -(-units // T)))
+            P = max(1, min(self.sm_count * self._resident_blocks(fn, T), -(-units // T)))
             per = -(-units // P)
             tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int64(per), np.int32(col0), np.int32(col1),
-                    np.int32(staged), np.int32(self._early()), np.int32(keep))
-            return fn, (P,), (T,), smem, tail, 1
+                    np.int32(self._early()), np.int32(keep))
+            return fn, (P,), (T,), 0, tail, 1
         if U is None:
             U = 8 if KB == 1 else (4 if KB <= 4 else 2)
         cols = -(-ncol // VEC)
