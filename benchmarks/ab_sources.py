@@ -1,7 +1,8 @@
 """Kernels of one file of native/ at other git revisions, beside the working
-tree's, in one process: the A/B comparisons (``fft_ab.py``, ``gemm_ab.py``)
-time each revision's kernels with the working tree's launch set-up, on the
-same machine and data."""
+tree's, in one process: the A/B comparisons (``fft_ab.py``, ``gemm_ab.py``,
+``launch_ab.py``) time each revision's kernels with the working tree's
+launch set-up, on the same machine and data; and kernels built to register
+targets other than the engine's (``use_register_targets``)."""
 from __future__ import annotations
 
 import subprocess
@@ -41,3 +42,25 @@ def use_revisions(name: str, revs: list[str]) -> Callable[[str], None]:
         active["variant"] = variant
 
     return select
+
+
+def use_register_targets(targets: Callable[[], list[tuple[str, int]]]) -> None:
+    """Build every kernel made from then on whose name expression starts with a
+    prefix of ``targets()`` (pairs ``(prefix, registers)``, asked at each build)
+    to that many registers (0: the compiler's own count), on top of
+    ``kernels.REGISTER_TARGETS``."""
+    import fftmatvec.backend.kernels as kernels
+
+    engine_kernel = kernels.kernel
+
+    def kernel_with_targets(fname: str, name: str, *targs):
+        expr = kernels.name_expression(name, *targs)
+        engine_targets = dict(kernels.REGISTER_TARGETS)
+        kernels.REGISTER_TARGETS.update({expr: n for prefix, n in targets() if expr.startswith(prefix)})
+        try:
+            return engine_kernel(fname, name, *targs)
+        finally:
+            kernels.REGISTER_TARGETS.clear()
+            kernels.REGISTER_TARGETS.update(engine_targets)
+
+    kernels.kernel = kernel_with_targets

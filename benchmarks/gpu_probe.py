@@ -99,17 +99,10 @@ def main(argv=None) -> int:
     if args.no_register_targets:
         kernels.REGISTER_TARGETS.clear()
     if args.register_target:
+        from ab_sources import use_register_targets
+
         targets = [(p, int(n)) for p, _, n in (t.rpartition("=") for t in args.register_target)]
-        engine_kernel = kernels.kernel
-
-        def kernel_with_targets(fname, name, *targs):
-            expr = kernels.name_expression(name, *targs)
-            for prefix, n in targets:
-                if expr.startswith(prefix):
-                    kernels.REGISTER_TARGETS[expr] = n
-            return engine_kernel(fname, name, *targs)
-
-        kernels.kernel = kernel_with_targets
+        use_register_targets(lambda: targets)
     be = GPUBackend()
     for setting in args.set:
         name, value = setting.split("=")

@@ -3,7 +3,10 @@
 Each variant is a GPU backend of its own: ``plain`` (``programmatic_launch``
 off) or ``pdl`` (programmatic launches), ``pdl:E`` with ``early_loads = E``,
 either with settings of the backend's integer attributes appended, e.g.
-``pdl:2+fwd_lanes=64``, and either with ``@REV``: ``native/sbgemv.cu`` from
+``pdl:2+fwd_lanes=64``, or register targets of its kernels
+(``+reg.PREFIX=N``: the kernels whose name expression starts with
+``PREFIX``, which holds no comma, built to ``N`` registers, e.g.
+``pdl+reg.sbgemv_adj_flat<float2=32``), and either with ``@REV``: ``native/sbgemv.cu`` from
 git revision ``REV`` (or ``@file:PATH``, from that file; see
 ``ab_sources.py``), launched as the working tree launches it.  For every
 row (the GPU issue's middle-size rows; with ``--big`` the big size's
@@ -31,7 +34,7 @@ from fftmatvec import BTTOperator
 from fftmatvec.backend.gpu import GPUBackend
 from fftmatvec.bench import _back_to_back_time, _median_time, random_slab
 
-from ab_sources import use_revisions
+from ab_sources import use_register_targets, use_revisions
 
 MID = (1000, 50, 500)
 BIG = (5000, 100, 1000)
@@ -50,7 +53,7 @@ def backend(variant: str) -> GPUBackend:
     if kind != "pdl" or not be.programmatic_launch:
         raise SystemExit(f"variant {variant!r}: expected plain, or pdl[:E][+attr=value...] on a device with "
                          f"programmatic launch")
-    settings = ([f"early_loads={early}"] if early else []) + settings
+    settings = ([f"early_loads={early}"] if early else []) + [t for t in settings if not t.startswith("reg.")]
     for setting in settings:
         attr, _, value = setting.partition("=")
         if not hasattr(be, attr):
@@ -59,10 +62,16 @@ def backend(variant: str) -> GPUBackend:
     return be
 
 
+def register_targets(variant: str) -> list[tuple[str, int]]:
+    """The ``(prefix, registers)`` pairs of ``variant``'s ``+reg.PREFIX=N`` settings."""
+    settings = variant.partition("@")[0].split("+")[1:]
+    return [(p[4:], int(n)) for p, _, n in (t.rpartition("=") for t in settings if t.startswith("reg."))]
+
+
 def run_row(f: np.ndarray, code: str, adjoint: bool, backends: dict[str, GPUBackend], rounds: int, reps: int,
             emit, select) -> None:
     """Time one row's variants (each an operator on ``f`` of its own backend), alternated ``rounds`` times;
-    ``select(rev)`` picks the revision of ``sbgemv.cu`` that kernels are built from."""
+    ``select(variant)`` picks the revision of ``sbgemv.cu`` and the register targets that kernels are built with."""
     variants = list(backends)
     first = backends[variants[0]]
     Nd, Nm, Nt = f.shape
@@ -71,8 +80,8 @@ def run_row(f: np.ndarray, code: str, adjoint: bool, backends: dict[str, GPUBack
     ops = {v: BTTOperator(f, device=be, **kw) for v, be in backends.items()}
 
     def applier(v: str, op: BTTOperator):
-        rev, apply = v.partition("@")[2] or "tree", op.rmatvec if adjoint else op.matvec
-        return lambda x: (select(rev), apply(x))[1]
+        apply = op.rmatvec if adjoint else op.matvec
+        return lambda x: (select(v), apply(x))[1]
 
     applies = {v: applier(v, op) for v, op in ops.items()}
     ref = applies[variants[0]](x)
@@ -106,7 +115,14 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     backends = {v: backend(v) for v in args.variants.split(",")}
-    select = use_revisions("sbgemv.cu", sorted({v.partition("@")[2] for v in backends} - {""}))
+    select_rev = use_revisions("sbgemv.cu", sorted({v.partition("@")[2] for v in backends} - {""}))
+    targets = {"now": []}
+    use_register_targets(lambda: targets["now"])
+
+    def select(variant: str) -> None:
+        select_rev(variant.partition("@")[2] or "tree")
+        targets["now"] = register_targets(variant)
+
     command = "python benchmarks/launch_ab.py " + " ".join(sys.argv[1:])
     with open(args.out, "a") as out:
 
