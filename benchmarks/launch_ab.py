@@ -31,6 +31,7 @@ import sys
 import numpy as np
 
 from fftmatvec import BTTOperator
+from fftmatvec.backend import kernels
 from fftmatvec.backend.gpu import GPUBackend
 from fftmatvec.bench import _back_to_back_time, _median_time, random_slab
 
@@ -69,15 +70,16 @@ def register_targets(variant: str) -> list[tuple[str, int]]:
 
 
 def run_row(f: np.ndarray, code: str, adjoint: bool, backends: dict[str, GPUBackend], rounds: int, reps: int,
-            emit, select) -> None:
+            emit, select, registers: dict[str, dict[str, int]]) -> None:
     """Time one row's variants (each an operator on ``f`` of its own backend), alternated ``rounds`` times;
-    ``select(variant)`` picks the revision of ``sbgemv.cu`` and the register targets that kernels are built with."""
+    ``select(variant)`` picks the revision of ``sbgemv.cu`` and the register targets that kernels are built with;
+    ``registers[variant]`` holds the registers of each kernel built for it."""
     variants = list(backends)
     first = backends[variants[0]]
     Nd, Nm, Nt = f.shape
     x = first.asarray(np.random.default_rng([7, 1]).standard_normal((Nd if adjoint else Nm, Nt)))
     kw = dict(adjoint_precision=code) if adjoint else dict(precision=code)
-    ops = {v: BTTOperator(f, device=be, **kw) for v, be in backends.items()}
+    ops = {v: (select(v), BTTOperator(f, device=be, **kw))[1] for v, be in backends.items()}
 
     def applier(v: str, op: BTTOperator):
         apply = op.rmatvec if adjoint else op.matvec
@@ -103,7 +105,7 @@ def run_row(f: np.ndarray, code: str, adjoint: bool, backends: dict[str, GPUBack
             emit(Nm=Nm, Nd=Nd, Nt=Nt, precision=code, adjoint=adjoint, variant=v, round=rnd,
                  waited_us=round(t_w * 1e6, 2), back_to_back_us=round(t_b * 1e6, 2), floor_us=round(floor * 1e6, 2),
                  waited_x_floor=round(t_w / floor, 4), back_to_back_x_floor=round(t_b / floor, 4),
-                 rel_diff=rel_diff[v], device=first.device_name)
+                 rel_diff=rel_diff[v], registers=registers[v], device=first.device_name)
 
 
 def main() -> None:
@@ -118,10 +120,22 @@ def main() -> None:
     select_rev = use_revisions("sbgemv.cu", sorted({v.partition("@")[2] for v in backends} - {""}))
     targets = {"now": []}
     use_register_targets(lambda: targets["now"])
+    registers = {v: {} for v in backends}  # the kernels each variant's products were built with
+    active = {"variant": None}
+    build = kernels.kernel
+
+    def kernel_noted(fname: str, name: str, *targs):
+        fn = build(fname, name, *targs)
+        if active["variant"] is not None:
+            registers[active["variant"]][kernels.name_expression(name, *targs)] = int(fn.num_regs)
+        return fn
+
+    kernels.kernel = kernel_noted
 
     def select(variant: str) -> None:
         select_rev(variant.partition("@")[2] or "tree")
         targets["now"] = register_targets(variant)
+        active["variant"] = variant
 
     command = "python benchmarks/launch_ab.py " + " ".join(sys.argv[1:])
     with open(args.out, "a") as out:
@@ -134,7 +148,7 @@ def main() -> None:
         for Nm, Nd, Nt in [MID] + ([BIG] if args.big else []):
             f = random_slab(7, Nd, Nm, Nt, (0, Nd), (0, Nm))
             for code, adjoint in ROWS:
-                run_row(f, code, adjoint, backends, args.rounds, args.N, emit, select)
+                run_row(f, code, adjoint, backends, args.rounds, args.N, emit, select, registers)
 
 
 if __name__ == "__main__":
