@@ -7,7 +7,8 @@ responses), so that the big size costs seconds, not minutes.  Times
 
 * the copy-bandwidth floor,
 * the fused transforms' launch set-ups forced one by one (``fftsweep``, at
-  the sizes of ``--sweep-sizes``),
+  the sizes of ``--sweep-sizes``), and the inverse reading its spectra in
+  tiles of its blocks' series (``tiles``),
 * SBGEMV kernel variants (rows per group R, loads in flight U, columns per
   thread block) forward and adjoint, at the target sizes,
 * the whole local product (``LocalBTT.apply``) eager and replayed,
@@ -311,6 +312,33 @@ def main(argv=None) -> int:
         gpu_module.fft_radices = with_10
         be.fused_threads = None
         be._fused.clear()
+
+    def part_tiles():
+        """The inverse transform reading its spectra frequency-major (the
+        product's layout: each block gathers runs of S values, one a frequency)
+        against the same kernel reading them in tiles of S series (each block's
+        spectra one contiguous run), at the big and middle sizes of `ddssd` and
+        `ddddd` `F^T d`: device times (CUPTI) alternated in rounds.  The values
+        are random, so the two read the same buffer."""
+        cases = [("big", Nm, Nt), ("mid", 1000, 500)]
+        for size, n, nt in cases:
+            for code, ctype in (("ddssd", C64), ("ddddd", C128)):
+                xh = rand_c((nt + 1, n), ctype)
+                y = cp.empty((n, nt, 1), np.float64)
+                ideal = (xh.nbytes + y.nbytes) / bw
+                S = be._fused_config(nt, ctype, n, 1)[0]  # the same spectra in tiles: equal results
+                tiles = cp.ascontiguousarray(xh.reshape(nt + 1, n // S, S).transpose(1, 0, 2))
+                y_t = cp.empty_like(y)
+                be._fused_transform("irfft_unpad", xh, y, ctype, n, 1, nt, 1.0 / (2 * nt))
+                be._fused_transform("irfft_unpad", tiles, y_t, ctype, n, 1, nt, 1.0 / (2 * nt), tiled=True)
+                emit(what="tiles-check", size=size, code=code, S=S, equal=bool(cp.array_equal(y, y_t)))
+                for rnd in range(3):
+                    for tiled in (False, True):
+                        def run(tiled=tiled):
+                            be._fused_transform("irfft_unpad", xh, y, ctype, n, 1, nt, 1.0 / (2 * nt), tiled=tiled)
+                        per = device_times(run, be.synchronize, n=50)
+                        emit(what="tiles", size=size, code=code, n=n, Nt=nt, tiled=tiled, round=rnd,
+                             us=round(sum(per.values()), 2), ideal_us=round(ideal * 1e6, 2))
 
     def part_fft_sweep():
         """Launch set-ups of the fused transforms forced one by one (series per
@@ -1863,8 +1891,8 @@ def main(argv=None) -> int:
 
     for name, fn in (("latency", part_latency), ("small", part_small), ("mid", part_mid),
                      ("midvar", part_mid_variants), ("fft", part_fft), ("fftvar", part_fft_variants),
-                     ("fftradix", part_fft_radices), ("fftsweep", part_fft_sweep), ("variants", part_variants),
-                     ("engine", part_engine),
+                     ("fftradix", part_fft_radices), ("fftsweep", part_fft_sweep), ("tiles", part_tiles),
+                     ("variants", part_variants), ("engine", part_engine),
                      ("kgemm", part_kgemm), ("waves", part_waves), ("gemmvar", part_gemm_variants),
                      ("adjvar", part_adj_variants), ("fwdrows", part_fwd_rows),
                      ("k16", part_k16), ("overlap", part_overlap), ("kernels", part_kernels),

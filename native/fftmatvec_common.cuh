@@ -154,6 +154,16 @@ template <typename To, typename From> FMV_DEV To cload(const From* p) { return c
 
 template <typename T> FMV_DEV T min_(T a, T b) { return a < b ? a : b; }
 
+// Where value (f, s) of a spectrum of n series and nf frequencies lies (one right-hand side): frequency-major,
+// f * n + s, or with tile > 0 in tiles of `tile` consecutive series, each all nf frequencies of its series in one
+// run (the last tile narrower when tile does not divide n): the layout in which native/fft.cu's inverse reads a
+// block's series with one contiguous load per frequency pass.
+FMV_DEV index_t spectrum_index(int f, int s, int nf, int n, int tile) {
+    if (!tile) return (index_t)f * n + s;
+    const int s0 = s - s % tile;
+    return (index_t)s0 * nf + (index_t)f * min_(tile, n - s0) + (s - s0);
+}
+
 // Programmatic dependent launch (compute capability 9.0 and later; no-ops
 // elsewhere and on HIP).  A kernel launched programmatically (backend/launch.py)
 // may be scheduled once every block of the kernel before it in the stream has

@@ -175,13 +175,16 @@ __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, T
 // memory at the end (RS > 1 for tall-narrow matrices).  X[f, i, k0:k0+KB] is
 // staged in shared memory CH rows at a time (cast to TA there).
 // Only columns [col0, col1) are computed (col0 % VEC == 0).
-// With `keep`, Y is stored at evict-last priority in the L2 (fmv::st_keep).
+// With `keep`, Y is stored at evict-last priority in the L2 (fmv::st_keep); with spectra_tile > 0 (K == 1, a
+// multiple of VEC), in tiles of that many columns (fmv::spectrum_index), the layout the inverse transform reads
+// fastest.
 // Launch: gridDim.x = nf * ceil((col1 - col0) / (CT * VEC)), gridDim.y = ceil(K / KB),
 // dynamic shared memory = (CH * KB + (RS > 1 ? CT * RS * VEC * KB : 0)) * sizeof(TA).
 // ---------------------------------------------------------------------------
 template <typename TA, typename TX, int U, int VEC, int KB>
 __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y,
-                           int nf, int nd, int nm, int K, int RS, int CH, int col0, int col1, int keep) {
+                           int nf, int nd, int nm, int K, int RS, int CH, int col0, int col1, int keep,
+                           int spectra_tile) {
     fmv::let_next_grid_start();
     fmv::wait_for_prior_grids();
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
@@ -265,7 +268,7 @@ __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, T
             TA yv[VEC];
 #pragma unroll
             for (int v = 0; v < VEC; ++v) yv[v] = acc[v][0];
-            fmv::Storer<VEC>::store(Y + (index_t)f * nm + j, yv, keep);
+            fmv::Storer<VEC>::store(Y + fmv::spectrum_index(f, j, nf, nm, spectra_tile), yv, keep);
         } else {
 #pragma unroll
             for (int v = 0; v < VEC; ++v) {
@@ -297,13 +300,15 @@ __global__ void sum_splits(const TA* __restrict__ P, TA* __restrict__ Y, index_t
 // blocks) does the same work and none idles in a last partial wave.  A thread
 // owns VEC consecutive columns at a time and loops over the nd rows with U
 // 16-byte loads in flight; X[f, i] is the same for a whole warp (L1 broadcast).
-// Only columns [col0, col1) are computed; with `keep`, Y is stored at evict-last priority in the L2.
+// Only columns [col0, col1) are computed; with `keep`, Y is stored at evict-last priority in the L2; with
+// spectra_tile > 0 (a multiple of VEC), in tiles of that many columns (fmv::spectrum_index).
 // A thread asks the L2 for its first column's first `early` rows before it waits for the kernel before it.
 // Requirements: nm, col0, col1 multiples of VEC.
 // ---------------------------------------------------------------------------
 template <typename TA, typename TX, int U, int VEC>
 __global__ void sbgemv_adj_flat(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y, int nf,
-                                int nd, int nm, index_t per_block, int col0, int col1, int early, int keep) {
+                                int nd, int nm, index_t per_block, int col0, int col1, int early, int keep,
+                                int spectra_tile) {
     fmv::let_next_grid_start();
     const int w = col1 - col0;  // columns computed per frequency, a multiple of VEC
     const index_t units = (index_t)nf * (w / VEC);
@@ -344,7 +349,7 @@ __global__ void sbgemv_adj_flat(const TA* __restrict__ A, const TX* __restrict__
 #pragma unroll
             for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[v], av[v], xv);
         }
-        fmv::Storer<VEC>::store(Y + (index_t)f * nm + j, acc, keep);
+        fmv::Storer<VEC>::store(Y + fmv::spectrum_index(f, j, nf, nm, spectra_tile), acc, keep);
     }
 }
 
@@ -356,7 +361,7 @@ __global__ void sbgemv_adj_flat(const TA* __restrict__ A, const TX* __restrict__
                                                                int, int, int, int, int, int, int);
 #define FMV_FLAT(TA, TX, U, VEC) \
     template __global__ void sbgemv_adj_flat<TA, TX, U, VEC>(const TA*, const TX*, TA*, int, int, int, index_t, int, \
-                                                             int, int, int);
+                                                             int, int, int, int);
 template __global__ void sum_splits<float2>(const float2*, float2*, index_t, int);
 template __global__ void sum_splits<double2>(const double2*, double2*, index_t, int);
 FMV_FLAT(double2, double2, 8, 1)
@@ -365,7 +370,7 @@ FMV_FLAT(float2, double2, 8, 2)
 FMV_FLAT(double2, float2, 8, 1)
 #define FMV_ADJ(TA, TX, U, VEC, KB) \
     template __global__ void sbgemv_adj<TA, TX, U, VEC, KB>(const TA*, const TX*, TA*, int, int, int, int, int, int, \
-                                                            int, int, int);
+                                                            int, int, int, int);
 FMV_FWD(double2, double2, 4, 2, 1, 1)
 FMV_FWD(double2, float2, 4, 2, 1, 1)
 FMV_FWD(float2, float2, 4, 2, 2, 1)

@@ -225,8 +225,7 @@ class LocalBTT:
         be.pad_rfft(x, ws.x_hat, prec.fft)
         pending = None
         for F_rows, yh, y in parts:
-            be.sbgemv(F_rows, ws.x_hat, out=yh, adjoint=False)
-            be.irfft_unpad(yh, y, prec.ifft)
+            be.sbgemv_irfft_unpad(F_rows, ws.x_hat, yh, y, prec.ifft, adjoint=False)
             mark = be.mark()
             if pending is not None:
                 on_chunk(*pending)
@@ -239,5 +238,4 @@ class LocalBTT:
         """The untimed stages, through the backend's fused calls, into ``y``."""
         be = self.backend
         be.pad_rfft(x, ws.x_hat, prec.fft)
-        be.sbgemv(Fhat, ws.x_hat, out=ws.y_hat, adjoint=adjoint)
-        be.irfft_unpad(ws.y_hat, y, prec.ifft)
+        be.sbgemv_irfft_unpad(Fhat, ws.x_hat, ws.y_hat, y, prec.ifft, adjoint)

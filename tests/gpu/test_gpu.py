@@ -233,7 +233,7 @@ def test_programmatic_launch_equals_plain(gpu, rng, code, shape):
     c64 = np.dtype(np.complex64)
     for be, early in ((gpu, gpu.early_loads), (plain, 0)):  # prefetches before the wait only when launched so
         assert int(be._fwd_config(501, 50, 1000, 1, c64, c64)[4][-1]) == early
-        assert int(be._adj_config(501, 50, 1000, 1, c64, c64, flat=True)[4][-2]) == early
+        assert int(be._adj_config(501, 50, 1000, 1, c64, c64, flat=True)[4][-3]) == early
     nd, nm, nt = shape
     f = rng.standard_normal(shape)
     op_p = BTTOperator(f, precision=code, adjoint_precision=code, device=gpu)
@@ -246,6 +246,42 @@ def test_programmatic_launch_equals_plain(gpu, rng, code, shape):
             cupy.testing.assert_array_equal(yp, yq)
         ws = op_p.engine.workspace(adjoint, op_p.adjoint_precision if adjoint else op_p.precision, 1)
         assert ws.slot.get("graphs"), ws.slot.get("error")
+
+
+@pytest.mark.parametrize("code", ["ddddd", "ddssd", "sssss"])
+@pytest.mark.parametrize("shape,flat,tiles", [
+    ((50, 1000, 500), None, True), ((23, 301, 50), None, True), ((11, 530, 40), None, True),
+    ((50, 1000, 64), False, True), ((9, 303, 40), False, True), ((7, 33, 1000), None, False)],
+    ids=["mid", "odd", "pairs-partial", "blocked", "blocked-odd", "one-series-blocks"])
+def test_tiled_spectra_equal_frequency_major(rng, code, shape, flat, tiles):
+    """The adjoint with one right-hand side, its spectra laid out in tiles of
+    the inverse transform's series per block (the balanced and the blocked
+    kernel; a narrower last tile where the tile does not divide Nm, of one
+    column or of a pair), gives bit for bit what the frequency-major layout
+    gives, eagerly and replayed, on a new input each call; the tiles were
+    taken, except with one series per block (33 series), where they are not.
+    (Nt above 32: smaller products run as one kernel, ``direct_plan``.)"""
+    tiled, plain = GPUBackend(), GPUBackend()
+    plain.tiled_spectra = False
+    for be in (tiled, plain):
+        if flat is not None:
+            be.adj_flat = flat
+    taken = []
+    transform = tiled._fused_transform
+    tiled._fused_transform = lambda *a, **k: (taken.append(k.get("tiled", False)), transform(*a, **k))[1]
+    nd, nm, nt = shape
+    f = rng.standard_normal(shape)
+    op_t, op_p = (BTTOperator(f, adjoint_precision=code, device=be) for be in (tiled, plain))
+    for call in range(4):  # eager, recorded, replayed, replayed
+        d = cupy.asarray(rng.standard_normal((nd, nt)))
+        cupy.testing.assert_array_equal(op_t.rmatvec(d), op_p.rmatvec(d))
+    assert (True in taken) == tiles, taken
+    assert all(key[-1] == 0 for key in plain._launch if key[0] == "adj")
+    tiled.adj_keep_max_bytes = 0  # spectra that do not fit the L2 are not tiled (a new operator: run eagerly)
+    taken.clear()
+    d = cupy.asarray(rng.standard_normal((nd, nt)))
+    cupy.testing.assert_array_equal(BTTOperator(f, adjoint_precision=code, device=tiled).rmatvec(d), op_p.rmatvec(d))
+    assert taken and True not in taken, taken
 
 
 def test_recording_falls_back_to_plain_launches(rng):
@@ -506,7 +542,7 @@ def test_sbgemv_kernel_tails(gpu, native_gpu, wide_gpu, rng, ta, tx, adjoint, wh
     if which == "wide" and not adjoint:  # groups of several warps (the tail's G) were taken
         assert max(int(cfg[4][4]) for key, cfg in be._launch.items() if key[0] == "fwd") > 32
     if adjoint:  # the result was stored plainly (native) or at evict-last priority (the others), as configured
-        keeps = {int(cfg[4][-1]) for key, cfg in be._launch.items() if key[0] == "adj"}
+        keeps = {int(cfg[4][-2]) for key, cfg in be._launch.items() if key[0] == "adj"}
         assert keeps == ({0} if which == "native" else {1}), keeps
 
 
@@ -543,7 +579,7 @@ def test_sbgemv_adj_keeps_result_by_size(gpu, flat):
         gpu.adj_keep_max_bytes = 1001 * 5000 * 8  # the big size's complex64 result
         for nm, K, expected in ((5000, 1, 1), (5001, 1, 0), (2500, 2, 1), (2501, 2, 0)):
             tail = gpu._adj_config(1001, 100, nm, K, c64, c64, flat=flat and K == 1)[4]
-            assert int(tail[-1]) == expected, (nm, K)
+            assert int(tail[-2]) == expected, (nm, K)
     finally:
         gpu.adj_keep_max_bytes = saved
     assert gpu.adj_keep_max_bytes == gpu._device.attributes.get("L2CacheSize", 0)

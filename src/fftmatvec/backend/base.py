@@ -164,6 +164,17 @@ class Backend(abc.ABC):
         self.irfft(x_hat, out=y_pad)
         self.unpad(y_pad, out=out)
 
+    def sbgemv_irfft_unpad(self, Fhat: Array, x_hat: Array, y_hat: Array, out: Array, dtype: Any,
+                           adjoint: bool) -> None:
+        """Stages 3-5: :meth:`sbgemv` of ``x_hat`` into the scratch spectrum
+        ``y_hat`` (Nf, n_out, K), then :meth:`irfft_unpad` into ``out``
+        (n_out, Nt, K) in the real precision ``dtype``.  A backend may lay
+        ``y_hat`` out its own way between the two (the GPU one does for the
+        adjoint with one right-hand side), so it holds nothing defined after.
+        """
+        self.sbgemv(Fhat, x_hat, out=y_hat, adjoint=adjoint)
+        self.irfft_unpad(y_hat, out, dtype)
+
     def direct_plan(self, Fhat: Array, K: int, prec: Any, adjoint: bool) -> Callable[[Array, Array], None] | None:
         """A function ``run(x, out)`` doing all five stages at once, where
         the backend has a faster way for this problem (the GPU one: one kernel

@@ -293,6 +293,12 @@ class GPUBackend(Backend):
         Shared memory (bytes) and threads per block of the fused transforms
         (``fused_threads`` None: by size); measured on an H200 in
         ``benchmarks/results/h200-probe-fused-fft.jsonl``.
+    tiled_spectra : bool
+        The adjoint product with one right-hand side writes its spectra in
+        tiles of the inverse transform's series per block, which the inverse
+        then reads one contiguous run at a time
+        (:meth:`sbgemv_irfft_unpad`; ``$FFTMATVEC_TILED_SPECTRA=0`` turns it
+        off).
     fused_max_blocks : int or None
         Most thread blocks of a forward transform that loops over groups of
         series (from float64 into complex64, ``K = 1``; None: as many as fit
@@ -387,6 +393,12 @@ class GPUBackend(Backend):
         # 80 MB, more than the L2, 2079 against 2069 us (benchmarks/results/h200-probe-kernels-adjstore-stop25-*)
         l2_bytes = int(attributes.get("L2CacheSize", 0))
         self.adj_keep_max_bytes = l2_bytes
+        # the inverse transform reading tiles took 34.6 against 40.2 us of device time for the big ddssd one,
+        # 4.5 against 4.8 us at the middle size (benchmarks/results/h200-probe-tiles-stop30.jsonl); the middle
+        # ddssd product 57.2-57.4 against 58.6-59.2 us back to back, the big ones, whose adjoint then stores its
+        # spectra in 32-byte runs, level (ddssd, 40 MB) or slower (ddddd, 80 MB: past the L2, so not tiled)
+        # (benchmarks/results/h200-launch-ab-tiles-stop30.jsonl)
+        self.tiled_spectra = os.environ.get("FFTMATVEC_TILED_SPECTRA", "1") != "0"
         # rfft_pad's spectra the same, so that more of them are in the L2 for the forward product kernel and
         # fewer of their lines go back to memory in the middle of its stream of Fhat: the big dssdd product
         # 973.4-973.7 against 994.7-995.0 us of device time (the kernel 926.6-927.0 against 949.4-949.8 us),
@@ -964,7 +976,7 @@ class GPUBackend(Backend):
         return cfg
 
     def _fused_transform(self, which: str, src: Array, dst: Array, ctype: np.dtype, B: int, K: int, M: int,
-                         scale: float | None) -> bool:
+                         scale: float | None, tiled: bool = False) -> bool:
         """Run ``which`` ("rfft_pad" or "irfft_unpad", native/fft.cu) from ``src``
         to ``dst``; False (nothing done) when the length is not supported."""
         cfg = self._fused_config(M, np.dtype(ctype), B, K)
@@ -994,7 +1006,7 @@ class GPUBackend(Backend):
         if which == "rfft_pad":  # its spectra kept in the L2 when they fit
             args.append(np.int32(dst.nbytes <= self.rfft_keep_max_bytes))
         else:
-            args.append(_C2R[np.dtype(ctype)].type(scale))
+            args += [_C2R[np.dtype(ctype)].type(scale), np.int32(tiled)]
         self._run_kernel(fn, (blocks,), (threads,), tuple(args), smem)
         return True
 
@@ -1008,6 +1020,48 @@ class GPUBackend(Backend):
 
     # -- stage 3 ---------------------------------------------------------
     def sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool) -> None:
+        self._sbgemv(Fhat, x_hat, out, adjoint, 0)
+
+    def sbgemv_irfft_unpad(self, Fhat: Array, x_hat: Array, y_hat: Array, out: Array, dtype: Any,
+                           adjoint: bool) -> None:
+        """Stages 3-5 as the base class, but where the adjoint product with
+        one right-hand side runs in a one-column kernel and the inverse in
+        the fused one, ``y_hat`` is laid out in tiles of the inverse's series
+        per block (``fmv::spectrum_index``): each block of the inverse then
+        reads its spectra in one run instead of a run of a few values per
+        frequency."""
+        tile = self._spectra_tile(Fhat, x_hat, y_hat, out, dtype, adjoint)
+        if not tile:
+            super().sbgemv_irfft_unpad(Fhat, x_hat, y_hat, out, dtype, adjoint)
+            return
+        n, nt, _ = out.shape
+        self._sbgemv(Fhat, x_hat, y_hat, True, tile)
+        self._fused_transform("irfft_unpad", y_hat, out, _R2C[np.dtype(dtype)], n, 1, nt, 1.0 / (2 * nt),
+                              tiled=True)
+
+    def _spectra_tile(self, Fhat: Array, x_hat: Array, y_hat: Array, out: Array, dtype: Any, adjoint: bool) -> int:
+        """The tile width in which :meth:`sbgemv_irfft_unpad` lays out
+        ``y_hat``: the fused inverse's series per block, when that is 2 or
+        more, both stages run as native kernels that take tiles, and the
+        spectra fit the L2 (``adj_keep_max_bytes``); else 0."""
+        K = x_hat.shape[2] if x_hat.ndim == 3 else 0
+        if not (self.tiled_spectra and adjoint and K == 1 and out.ndim == 3 and out.size
+                and self.fft_layout["c2r"] == "fused" and out.flags.c_contiguous and y_hat.flags.c_contiguous):
+            return 0
+        ta = np.dtype(Fhat.dtype)
+        if self.adj_tensor_min_k.get(ta, 17) <= K or K >= self.blas_min_k.get((ta, True), 1):
+            return 0  # not a one-column kernel
+        if y_hat.nbytes > self.adj_keep_max_bytes:  # tiles' short stores cost when they go past the L2 to memory
+            return 0
+        n, nt, _ = out.shape
+        if y_hat.shape != (nt + 1, n, 1):  # (the stages one by one say what does not fit)
+            return 0
+        cfg = self._fused_config(nt, _R2C[np.dtype(dtype)], n, 1)
+        return cfg[0] if cfg is not None and cfg[0] >= 2 else 0
+
+    def _sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool, spectra_tile: int) -> None:
+        """:meth:`sbgemv`; an adjoint with one right-hand side in a one-column kernel stores ``out`` in tiles of
+        ``spectra_tile`` columns when that is not 0."""
         nf, nd, nm = Fhat.shape
         n_in, n_out = (nd, nm) if adjoint else (nm, nd)
         K = x_hat.shape[2] if x_hat.ndim == 3 else 0
@@ -1033,7 +1087,7 @@ class GPUBackend(Backend):
         if not adjoint and K >= self.gemm_min_k[ta]:
             self._sbgemm_native(Fhat, x_hat, out)
             return
-        S = self._sbgemv_cols(Fhat, x_hat, out, adjoint, 0, nm, None)
+        S = self._sbgemv_cols(Fhat, x_hat, out, adjoint, 0, nm, None, spectra_tile)
         if S > 1:
             self._sum_splits(self.scratch((S,) + out.shape, ta, "sbgemv-splits"), out, S)
 
@@ -1059,10 +1113,11 @@ class GPUBackend(Backend):
         blocks = int(min(-(-n // 256), self.sm_count * 8))
         self._run_kernel(red, (blocks,), (256,), (part, out, np.int64(n), np.int32(S)))
 
-    def _sbgemv_cols(self, Fhat, x_hat, out, adjoint, col0, col1, part):
+    def _sbgemv_cols(self, Fhat, x_hat, out, adjoint, col0, col1, part, spectra_tile=0):
         """Native product over the columns [col0, col1) of ``Fhat``.
 
-        Adjoint: writes ``out[:, col0:col1]``.  Forward: partial sums over
+        Adjoint: writes ``out[:, col0:col1]`` (in tiles of ``spectra_tile`` columns when not 0,
+        :meth:`sbgemv_irfft_unpad`).  Forward: partial sums over
         those columns; written to ``out`` (one split) or to ``part`` (S splits
         of ``out``'s shape; a scratch buffer when ``part`` is None).  Returns
         the number of splits written (1: ``out`` holds the result)."""
@@ -1073,10 +1128,10 @@ class GPUBackend(Backend):
         aligned = (Fhat.data.ptr | x_hat.data.ptr | out.data.ptr) % 16 == 0  # 16-byte vector loads allowed
         key = ("adj" if adjoint else "fwd", nf, nd, nm, K, ta, x_hat.dtype, aligned, col0, col1, part is None, lda,
                self.fwd_splits, self.fwd_lanes, self.adj_flat, self.adj_flat_max_bytes, self.adj_keep_max_bytes,
-               self.programmatic_launch, self.early_loads)
+               self.programmatic_launch, self.early_loads, spectra_tile)
         cfg = self._launch.get(key)
         if cfg is None:
-            extra = {} if adjoint else {"lda": lda}
+            extra = {"spectra_tile": spectra_tile} if adjoint else {"lda": lda}
             make = self._adj_config if adjoint else self._fwd_config
             cfg = self._launch[key] = make(nf, nd, nm, K, ta, np.dtype(x_hat.dtype), VEC=None if aligned else 1,
                                            col0=col0, col1=col1, S=1 if part is not None else None, **extra)
@@ -1156,7 +1211,7 @@ class GPUBackend(Backend):
         return self.early_loads if self.programmatic_launch else 0
 
     def _adj_config(self, nf, nd, nm, K, ta, tx, U=None, VEC=None, KB=None, CT=None, flat=None, T=256,
-                    col0=0, col1=None, S=None, keep=None):
+                    col0=0, col1=None, S=None, keep=None, spectra_tile=0):
         c128 = ta == np.complex128
         col1 = nm if col1 is None else col1
         ncol = col1 - col0
@@ -1180,7 +1235,7 @@ class GPUBackend(Backend):
             P = max(1, min(self.sm_count * self._resident_blocks(fn, T), -(-units // T)))
             per = -(-units // P)
             tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int64(per), np.int32(col0), np.int32(col1),
-                    np.int32(self._early()), np.int32(keep))
+                    np.int32(self._early()), np.int32(keep), np.int32(spectra_tile))
             return fn, (P,), (T,), 0, tail, 1
         if U is None:
             U = 8 if KB == 1 else (4 if KB <= 4 else 2)
@@ -1198,7 +1253,7 @@ class GPUBackend(Backend):
         fn = kernels.kernel("sbgemv.cu", "sbgemv_adj", ta, tx, U, VEC, KB)
         grid = (nf * tiles, -(-K // KB))
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(RS), np.int32(CH), np.int32(col0),
-                np.int32(col1), np.int32(keep))
+                np.int32(col1), np.int32(keep), np.int32(spectra_tile))
         return fn, grid, (CT * RS,), smem, tail, 1
 
     def _sbgemm_native(self, Fhat: Array, x_hat: Array, out: Array) -> None:
