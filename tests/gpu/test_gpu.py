@@ -284,37 +284,6 @@ def test_tiled_spectra_equal_frequency_major(rng, code, shape, flat, tiles):
     assert taken and True not in taken, taken
 
 
-@pytest.mark.parametrize("code", ["ddssd", "ddddd"])
-@pytest.mark.parametrize("shape,chunks", [((50, 1000, 500), 3), ((23, 301, 50), 4), ((9, 303, 40), 2),
-                                          ((5, 1030, 40), 8)], ids=["mid", "odd", "uneven", "narrow-last"])
-def test_adjoint_chunks_equal_one_product(rng, code, shape, chunks):
-    """The tiled adjoint in column chunks, each chunk's inverse on the
-    second stream beside the next chunk's product, gives the product of one
-    launch each (eagerly and replayed, a new input each call), and took as
-    many inverse launches as chunks; the sums may differ in order (the
-    blocked kernel's row splits depend on the chunk's width)."""
-    chunked, whole = GPUBackend(), GPUBackend()
-    chunked.adj_chunks = chunks
-    launches = []
-    transform = chunked._fused_transform
-    chunked._fused_transform = lambda *a, **k: (launches.append(k.get("tiled", False)), transform(*a, **k))[1]
-    nd, nm, nt = shape
-    f = rng.standard_normal(shape)
-    op_c, op_w = (BTTOperator(f, adjoint_precision=code, device=be) for be in (chunked, whole))
-    tile = chunked._fused_config(nt, np.dtype(np.complex64 if code == "ddssd" else np.complex128), nm, 1)[0]
-    n_chunks = -(-nm // (tile * -(-nm // (tile * chunks))))  # chunks of whole tiles
-    tol = 1e-12 if code == "ddddd" else 1e-5
-    per_call = []
-    for call in range(4):  # eager, recorded, replayed, replayed
-        d = cupy.asarray(rng.standard_normal((nd, nt)))
-        want = op_w.rmatvec(d)
-        launches.clear()
-        cupy.testing.assert_allclose(op_c.rmatvec(d), want, rtol=0, atol=tol * float(abs(want).max()))
-        per_call.append(list(launches))
-    # the forward transform, then the chunks' inverses; nothing from Python once replayed
-    assert n_chunks > 1 and per_call[0] == [False] + [True] * n_chunks and per_call[-1] == [], per_call
-
-
 def test_recording_falls_back_to_plain_launches(rng):
     """A driver that cannot record programmatic launches: the product is
     recorded with plain launches, which the backend keeps from then on, and

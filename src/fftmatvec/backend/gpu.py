@@ -299,13 +299,6 @@ class GPUBackend(Backend):
         then reads one contiguous run at a time
         (:meth:`sbgemv_irfft_unpad`; ``$FFTMATVEC_TILED_SPECTRA=0`` turns it
         off).
-    adj_chunks : int
-        Column chunks of a tiled adjoint product (:attr:`tiled_spectra`): the
-        inverse transform of each chunk's series runs on a second stream
-        while the product of the next chunk streams ``Fhat``, so only the last
-        chunk's inverse follows the product (``$FFTMATVEC_ADJ_CHUNKS``; 1: one
-        product, then one inverse).  The spectra are tiled when one chunk's
-        fit the L2.
     fused_max_blocks : int or None
         Most thread blocks of a forward transform that loops over groups of
         series (from float64 into complex64, ``K = 1``; None: as many as fit
@@ -406,9 +399,6 @@ class GPUBackend(Backend):
         # spectra in 32-byte runs, level (ddssd, 40 MB) or slower (ddddd, 80 MB: past the L2, so not tiled)
         # (benchmarks/results/h200-launch-ab-tiles-stop30.jsonl)
         self.tiled_spectra = os.environ.get("FFTMATVEC_TILED_SPECTRA", "1") != "0"
-        self.adj_chunks = int(os.environ.get("FFTMATVEC_ADJ_CHUNKS", 1))
-        self._side_stream = None
-        self._chunk_events: list = []
         # rfft_pad's spectra the same, so that more of them are in the L2 for the forward product kernel and
         # fewer of their lines go back to memory in the middle of its stream of Fhat: the big dssdd product
         # 973.4-973.7 against 994.7-995.0 us of device time (the kernel 926.6-927.0 against 949.4-949.8 us),
@@ -986,12 +976,10 @@ class GPUBackend(Backend):
         return cfg
 
     def _fused_transform(self, which: str, src: Array, dst: Array, ctype: np.dtype, B: int, K: int, M: int,
-                         scale: float | None, tiled: bool = False, layout_series: int | None = None) -> bool:
+                         scale: float | None, tiled: bool = False) -> bool:
         """Run ``which`` ("rfft_pad" or "irfft_unpad", native/fft.cu) from ``src``
-        to ``dst``; False (nothing done) when the length is not supported.
-        ``layout_series``: the series the launch set-up is chosen for (default
-        ``B``): a chunk of tiled spectra takes the tile width of the whole."""
-        cfg = self._fused_config(M, np.dtype(ctype), layout_series or B, K)
+        to ``dst``; False (nothing done) when the length is not supported."""
+        cfg = self._fused_config(M, np.dtype(ctype), B, K)
         if cfg is None or B == 0:
             return cfg is not None
         S, threads_of, smem_of, twp, twl, radices, in_place_of = cfg
@@ -1041,77 +1029,39 @@ class GPUBackend(Backend):
         the fused one, ``y_hat`` is laid out in tiles of the inverse's series
         per block (``fmv::spectrum_index``): each block of the inverse then
         reads its spectra in one run instead of a run of a few values per
-        frequency.  With :attr:`adj_chunks` > 1 the columns go in chunks of
-        whole tiles, each chunk's inverse on a second stream beside the next
-        chunk's product."""
-        tile, bounds = self._spectra_tiles(Fhat, x_hat, y_hat, out, dtype, adjoint)
+        frequency."""
+        tile = self._spectra_tile(Fhat, x_hat, y_hat, out, dtype, adjoint)
         if not tile:
             super().sbgemv_irfft_unpad(Fhat, x_hat, y_hat, out, dtype, adjoint)
             return
-        nf = y_hat.shape[0]
         n, nt, _ = out.shape
-        ctype = _R2C[np.dtype(dtype)]
-        if len(bounds) == 2:
-            self._sbgemv(Fhat, x_hat, y_hat, True, tile)
-            self._fused_transform("irfft_unpad", y_hat, out, ctype, n, 1, nt, 1.0 / (2 * nt), tiled=True)
-            return
-        # a chunk [c0, c1) of whole tiles is itself a tiled array of c1 - c0 series, at y_hat's value c0 * nf
-        spectra = y_hat.reshape(-1)
-        main, side = self._cupy.cuda.get_current_stream(), self._stream_beside()
-        events = self._events(len(bounds))
-        for c, (c0, c1) in enumerate(zip(bounds, bounds[1:])):
-            self._sbgemv(Fhat, x_hat, y_hat, True, tile, (c0, c1))
-            events[c].record(main)
-            side.wait_event(events[c])
-            with side:
-                self._fused_transform("irfft_unpad", spectra[c0 * nf:c1 * nf], out[c0:c1], ctype, c1 - c0, 1, nt,
-                                      1.0 / (2 * nt), tiled=True, layout_series=n)
-        events[-1].record(side)
-        main.wait_event(events[-1])
+        self._sbgemv(Fhat, x_hat, y_hat, True, tile)
+        self._fused_transform("irfft_unpad", y_hat, out, _R2C[np.dtype(dtype)], n, 1, nt, 1.0 / (2 * nt),
+                              tiled=True)
 
-    def _stream_beside(self):
-        """The second stream of :meth:`sbgemv_irfft_unpad`'s chunks."""
-        if self._side_stream is None:
-            self._side_stream = self._cupy.cuda.Stream(non_blocking=True)
-        return self._side_stream
-
-    def _events(self, n: int) -> list:
-        """``n`` reusable events (recorded again by every product; a wait
-        takes the state of its event when it is queued)."""
-        while len(self._chunk_events) < n:
-            self._chunk_events.append(self._cupy.cuda.Event(disable_timing=True))
-        return self._chunk_events[:n]
-
-    def _spectra_tiles(self, Fhat: Array, x_hat: Array, y_hat: Array, out: Array, dtype: Any,
-                       adjoint: bool) -> tuple[int, list[int]]:
+    def _spectra_tile(self, Fhat: Array, x_hat: Array, y_hat: Array, out: Array, dtype: Any, adjoint: bool) -> int:
         """The tile width in which :meth:`sbgemv_irfft_unpad` lays out
-        ``y_hat`` and the bounds of its column chunks (``[0, ..., n]``, at
-        multiples of the tile): the fused inverse's series per block, when
-        that is 2 or more, both stages run as native kernels that take tiles,
-        and a chunk's spectra fit the L2 (``adj_keep_max_bytes``); else
-        ``(0, [])``."""
+        ``y_hat``: the fused inverse's series per block, when that is 2 or
+        more, both stages run as native kernels that take tiles, and the
+        spectra fit the L2 (``adj_keep_max_bytes``); else 0."""
         K = x_hat.shape[2] if x_hat.ndim == 3 else 0
         if not (self.tiled_spectra and adjoint and K == 1 and out.ndim == 3 and out.size
                 and self.fft_layout["c2r"] == "fused" and out.flags.c_contiguous and y_hat.flags.c_contiguous):
-            return 0, []
+            return 0
         ta = np.dtype(Fhat.dtype)
         if self.adj_tensor_min_k.get(ta, 17) <= K or K >= self.blas_min_k.get((ta, True), 1):
-            return 0, []  # not a one-column kernel
+            return 0  # not a one-column kernel
+        if y_hat.nbytes > self.adj_keep_max_bytes:  # tiles' short stores cost when they go past the L2 to memory
+            return 0
         n, nt, _ = out.shape
         if y_hat.shape != (nt + 1, n, 1):  # (the stages one by one say what does not fit)
-            return 0, []
+            return 0
         cfg = self._fused_config(nt, _R2C[np.dtype(dtype)], n, 1)
-        tile = cfg[0] if cfg is not None and cfg[0] >= 2 else 0
-        width = min(n, tile * -(-n // (tile * max(1, self.adj_chunks)))) if tile else n
-        # tiles' short stores cost when they go past the L2 to memory
-        if not tile or width * (nt + 1) * y_hat.itemsize > self.adj_keep_max_bytes:
-            return 0, []
-        return tile, list(range(0, n, width)) + [n]
+        return cfg[0] if cfg is not None and cfg[0] >= 2 else 0
 
-    def _sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool, spectra_tile: int,
-                cols: tuple[int, int] | None = None) -> None:
+    def _sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool, spectra_tile: int) -> None:
         """:meth:`sbgemv`; an adjoint with one right-hand side in a one-column kernel stores ``out`` in tiles of
-        ``spectra_tile`` columns when that is not 0, and only its columns ``cols = (c0, c1)`` when given."""
+        ``spectra_tile`` columns when that is not 0."""
         nf, nd, nm = Fhat.shape
         n_in, n_out = (nd, nm) if adjoint else (nm, nd)
         K = x_hat.shape[2] if x_hat.ndim == 3 else 0
@@ -1137,7 +1087,7 @@ class GPUBackend(Backend):
         if not adjoint and K >= self.gemm_min_k[ta]:
             self._sbgemm_native(Fhat, x_hat, out)
             return
-        S = self._sbgemv_cols(Fhat, x_hat, out, adjoint, *(cols or (0, nm)), None, spectra_tile)
+        S = self._sbgemv_cols(Fhat, x_hat, out, adjoint, 0, nm, None, spectra_tile)
         if S > 1:
             self._sum_splits(self.scratch((S,) + out.shape, ta, "sbgemv-splits"), out, S)
 
