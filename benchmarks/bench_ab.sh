@@ -6,8 +6,9 @@
 # native/, e.g. a `git archive` where the machine's clone lacks the revision),
 # or, when $1 is an environment assignment (NAME=value), the working tree's
 # run with it.  With a third argument "big" the big size's one-vector rows
-# run too.  One JSON line per run appended to $2, with "source" ($1 or
-# "tree"), "round" and "command".
+# run too; with "nrhs" only the big size's complex128 adjoint with 8 and 16
+# right-hand sides.  One JSON line per run appended to $2, with "source" ($1
+# or "tree"), "round" and "command".
 # usage: bash benchmarks/bench_ab.sh e0ec1ac benchmarks/results/h200-bench-ab.jsonl
 #        bash benchmarks/bench_ab.sh FFTMATVEC_L2_PREFETCH_BYTES=0 out.jsonl big
 set -u
@@ -30,6 +31,7 @@ runs=("$SMALL --precision ddddd" "$SMALL --precision ddddd --adjoint" "$MID --pr
       "$MID --precision ddddd --adjoint" "$MID --precision dssdd" "$MID --precision ddssd --adjoint")
 [ "$rows" = big ] && runs+=("$BIG --precision ddddd" "$BIG --precision ddddd --adjoint" "$BIG --precision dssdd"
                             "$BIG --precision ddssd --adjoint")
+[ "$rows" = nrhs ] && runs=("$BIG --precision ddddd --adjoint --nrhs 8" "$BIG --precision ddddd --adjoint --nrhs 16")
 for round in 1 2; do
   for source in "$rev" tree; do
     src=$PWD/src

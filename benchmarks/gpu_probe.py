@@ -74,7 +74,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--parts", default="small,mid,variants,engine,k16,kernels,host")
     ap.add_argument("--kernel-sizes", default="small,mid,big,big16", help="sizes of the kernels part")
-    ap.add_argument("--sweep-sizes", default="big", help="sizes of the fftsweep part: big, mid, big16, bigK")
+    ap.add_argument("--sweep-sizes", default="big", help="sizes of the fftsweep part: big, mid, big16, bigK, bigKwide")
     ap.add_argument("--gemm-dtypes", default="complex64,complex128", help="dtypes of the gemmvar part")
     ap.add_argument("--set", action="append", default=[], metavar="ATTR[.KEY]=VALUE",
                     help="set an integer attribute of the backend (a kernel's tuning), or one entry of a dict "
@@ -265,7 +265,7 @@ def main(argv=None) -> int:
                 for threads in (None, 128, 256):
                     be.fused_smem_target, be.fused_threads = S * per_series, threads
                     be._fused.clear()
-                    if be._fused_config(nt, np.dtype(xh.dtype), n * K, K)[0] != S:
+                    if be._fused_config(nt, np.dtype(xh.dtype), n * K, K)[0]["rfft_pad"] != S:
                         continue
                     t1 = sum(kernel_times(lambda: be.pad_rfft(x, xh)).values())
                     t2 = sum(kernel_times(lambda: be.irfft_unpad(yh, y, real)).values())
@@ -326,7 +326,7 @@ def main(argv=None) -> int:
                 xh = rand_c((nt + 1, n), ctype)
                 y = cp.empty((n, nt, 1), np.float64)
                 ideal = (xh.nbytes + y.nbytes) / bw
-                S = be._fused_config(nt, ctype, n, 1)[0]  # the same spectra in tiles: equal results
+                S = be._fused_config(nt, ctype, n, 1)[0]["irfft_unpad"]  # the same spectra in tiles: equal results
                 tiles = cp.ascontiguousarray(xh.reshape(nt + 1, n // S, S).transpose(1, 0, 2))
                 y_t = cp.empty_like(y)
                 be._fused_transform("irfft_unpad", xh, y, ctype, n, 1, nt, 1.0 / (2 * nt))
@@ -348,8 +348,9 @@ def main(argv=None) -> int:
         that fill whole waves of blocks or not), the middle size's transforms
         of the mixed codes (1000 series and the 50 on the other side), and the
         big size's complex128 transforms and complex64 forward transform of 16
-        right-hand sides (``big16``) and its complex128 transforms of 2, 4 and 8
-        (``bigK``)."""
+        right-hand sides (``big16``), its complex128 transforms of 2, 4 and 8
+        (``bigK``), and its complex128 inverse of 8, 12 and 16 with 4 or 8
+        series a block, 512 or 1024 threads, in one buffer (``bigKwide``)."""
         import fftmatvec.backend.gpu as gpu_module
 
         F64, F32 = np.float64, np.float32
@@ -361,11 +362,13 @@ def main(argv=None) -> int:
                  "big16": [("ddddd rfft", Nm, Nt, 16, C128, C128, False), ("ddddd irfft", Nm, Nt, 16, C128, C128, True),
                            ("dssdd rfft", Nm, Nt, 16, C64, C64, False)],
                  "bigK": [(f"ddddd {name}", Nm, Nt, K, C128, C128, name == "irfft") for K in (2, 4, 8)
-                          for name in ("rfft", "irfft")]}
+                          for name in ("rfft", "irfft")],
+                 "bigKwide": [("ddddd irfft", Nm, Nt, K, C128, C128, True) for K in (8, 12, 16)]}
         grids = {"big": ((1, 2, 4, 8), (128, 256, 384, 512), (False, True), True),
                  "mid": ((1, 2, 4, 8), (64, 128, 256, 512), (False,), False),
                  "big16": ((2, 4, 8, 16), (256, 512, 1024), (False, True), False),
-                 "bigK": ((2, 4), (256, 512), (False, True), False)}
+                 "bigK": ((2, 4), (256, 512), (False, True), False),
+                 "bigKwide": ((4, 8), (512, 1024), (True,), False)}
         engine_config = be._fused_config
         for size in args.sweep_sizes.split(","):
             Ss, threads_list, places, other_radices = grids[size]
@@ -380,7 +383,7 @@ def main(argv=None) -> int:
                 which = "irfft_unpad" if inverse else "rfft_pad"
                 ideal = (x.nbytes + xh.nbytes) / bw
                 own = engine_config(nt, ctype, n * K, K)
-                setups = [(own[0], own[1][which], own[6][which], tuple(own[5]), "engine")]
+                setups = [(own[0][which], own[1][which], own[6][which], tuple(own[5]), "engine")]
                 radix_sets = [tuple(own[5])] + ([(8, 5, 5, 5), (5, 5, 5, 8)] if other_radices else [])
                 for radices in radix_sets:
                     for S in Ss:
@@ -388,7 +391,7 @@ def main(argv=None) -> int:
                             for in_place in places:
                                 if in_place and not gpu_module.fused_in_place(nt, S, threads, list(radices)):
                                     continue
-                                if radices != radix_sets[0] and (S, threads) != own[:1] + (own[1][which],):
+                                if radices != radix_sets[0] and (S, threads) != (own[0][which], own[1][which]):
                                     continue
                                 row = S * gpu_module.fused_row_stride(nt, S, ctype.itemsize) * ctype.itemsize
                                 if (1 if in_place else 2) * row > be.smem_limit or S > n * K:
@@ -398,8 +401,9 @@ def main(argv=None) -> int:
                 ref = (y if inverse else xh).copy()
                 for S, threads, in_place, radices, kind in setups:
                     twp = cp.asarray(gpu_module.pass_twiddles(list(radices)).astype(ctype))
-                    cfg = (S, {which: threads}, {which: (1 if in_place else 2) * S * gpu_module.fused_row_stride(
-                        nt, S, ctype.itemsize) * ctype.itemsize}, twp, own[4], radices, {which: in_place})
+                    row = S * gpu_module.fused_row_stride(nt, S, ctype.itemsize) * ctype.itemsize
+                    smem = (1 if in_place else 2) * row
+                    cfg = ({which: S}, {which: threads}, {which: smem}, twp, own[4], radices, {which: in_place})
                     be._fused_config = lambda *a, cfg=cfg: cfg
                     rec = dict(what="fftsweep", size=size, case=label, n=n, K=K, kind=kind, S=S, threads=threads,
                                in_place=in_place, radices=list(radices))

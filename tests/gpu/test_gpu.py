@@ -978,7 +978,7 @@ def test_fused_transforms_series_per_block(gpu, nt, S):
                     gpu.sm_count, gpu.fused_threads = 1, threads
                     gpu.fused_smem_target = 2 * S * (nt + 1) * cplx.itemsize
                     gpu._fused.clear()
-                    assert gpu._fused_config(nt, cplx, n * K, K)[0] == S
+                    assert gpu._fused_config(nt, cplx, n * K, K)[0] == {"rfft_pad": S, "irfft_unpad": S}
                     tol = 1e-5 if np.float32 in (tin, tfft) else 1e-13
                     x = rng.standard_normal((n, nt, K)).astype(tin)
                     out = cupy.full((nt + 1, n, K), np.nan, cplx)
@@ -1001,22 +1001,24 @@ def test_fused_transforms_in_place(gpu, nt):
     shared-memory buffer where every pass has one butterfly per thread (all
     of Nt = 1 and 10; Nt = 1000 with 256 threads), in two otherwise (Nt = 500:
     400 butterflies of radix 5 for 256 threads; 32 threads at Nt = 500 and
-    1000).  With K = 16 at Nt = 1000 a block takes twice the series (4) in
-    one buffer and the forward transform 512 threads.  Both against NumPy,
-    forward and inverse, K = 1 and 16."""
+    1000).  With K = 8 and 16 at Nt = 1000 a forward block takes twice the
+    series (4) in one buffer and 512 threads, an inverse block four times (8)
+    and 1024 threads.  Both against NumPy, forward and inverse, K = 1, 8 and
+    16."""
     rng = np.random.default_rng()
     saved = gpu.sm_count, gpu.fused_threads
     try:
         for threads in (None, 32):
-            for n, K in ((203, 1), (41, 16)):
+            for n, K in ((203, 1), (41, 16), (37, 8)):
                 gpu.sm_count, gpu.fused_threads = 1, threads  # one multiprocessor: many waves of blocks
                 gpu._fused.clear()
                 in_place = gpu._fused_config(nt, np.dtype(np.complex128), n * K, K)[6]
                 expected = nt in (1, 10) or (threads is None and nt == 1000)
                 assert in_place == {"rfft_pad": expected, "irfft_unpad": expected}, (threads, in_place)
                 if threads is None and nt == 1000:
-                    S, threads_of = gpu._fused_config(nt, np.dtype(np.complex128), n * K, K)[:2]
-                    assert (S, threads_of["rfft_pad"]) == ((4, 512) if K == 16 else (2, 256))
+                    S_of, threads_of = gpu._fused_config(nt, np.dtype(np.complex128), n * K, K)[:2]
+                    assert ((S_of["rfft_pad"], threads_of["rfft_pad"], S_of["irfft_unpad"], threads_of["irfft_unpad"])
+                            == ((4, 512, 8, 1024) if K > 1 else (2, 256, 2, 256))), (S_of, threads_of)
                 x = rng.standard_normal((n, nt, K))
                 out = cupy.full((nt + 1, n, K), np.nan, np.complex128)
                 gpu.pad_rfft(cupy.asarray(x), out)
@@ -1052,7 +1054,7 @@ def test_pad_rfft_staged_loop(gpu, monkeypatch, nt, blocks):
         n = 203
         x = rng.standard_normal((n, nt, 1))
         ref = np.fft.rfft(x, n=2 * nt, axis=1).transpose(1, 0, 2)
-        S = gpu._fused_config(nt, np.dtype(np.complex64), n, 1)[0]
+        S = gpu._fused_config(nt, np.dtype(np.complex64), n, 1)[0]["rfft_pad"]
         assert S > 1 and n % S and n // S >= 3 * (blocks or 1)
         x_view = cupy.concatenate([cupy.zeros(1), cupy.asarray(x).ravel()])[1:].reshape(x.shape)
         for src in (cupy.asarray(x), x_view):

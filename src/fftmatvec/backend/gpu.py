@@ -917,8 +917,8 @@ class GPUBackend(Backend):
         ``2 M`` in complex ``ctype`` over ``B = n K`` series, or None when
         ``M`` is not supported (a prime factor above 7, or one series does not
         fit in shared memory): ``(S, threads, smem, twp, twl, radices,
-        in_place)`` with ``S`` series per block, ``threads``, ``smem`` (bytes of
-        shared memory per block) and ``in_place`` (passes in one buffer) by
+        in_place)`` with ``S`` (series per block), ``threads``, ``smem`` (bytes
+        of shared memory per block) and ``in_place`` (passes in one buffer) by
         kernel name (``"rfft_pad"``, ``"irfft_unpad"``), the twiddle tables
         ``twp`` (:func:`pass_twiddles`) and ``twl`` on the device, and the
         radices.  Twiddle tables are computed in float64 and rounded once."""
@@ -948,8 +948,14 @@ class GPUBackend(Backend):
                     and -(-B // (2 * S)) >= 4 * self.sm_count and fused_in_place(M, 2 * S, 512, radices))
             S *= 2 if wide else 1
             threads = self.fused_threads or int(min(512, max(32, 32 * -(-(S * M) // 64))))
-            inverse_threads = threads
-            if self.fused_threads is None and ctype.itemsize == 16 and not wide:
+            inverse_threads, inverse_S = threads, S
+            if wide and K >= 8 and 2 * S <= 16 and fused_in_place(M, 2 * S, 1024, radices):
+                # the inverse with 8 or more right-hand sides: twice the forward's series in one buffer, 1024
+                # threads: 5000 x K series 472.6, 698.4 and 875.9 us against 493.8, 722.4 and 953.9 for K = 8, 12
+                # and 16 (benchmarks/results/h200-probe-fftsweep-kwide-stop31.jsonl; the forward was slower that
+                # way: 909.2 against 791.7 us with K = 16, h200-probe-fftsweep-wide-stop28.jsonl)
+                inverse_threads, inverse_S = 1024, 2 * S
+            elif self.fused_threads is None and ctype.itemsize == 16 and not wide:
                 # complex128: rfft_pad over many waves of blocks takes 256 threads, so that three blocks share a
                 # multiprocessor (two of 512 by registers): 62 us against 65 us with 512 at the big size, while
                 # the middle size's 250 blocks keep 512 (6.5 against 7.1 us); irfft_unpad always takes 256, the
@@ -961,17 +967,18 @@ class GPUBackend(Backend):
             twp = self._cupy.asarray(pass_twiddles(radices).astype(ctype))
             twl = self._cupy.asarray(np.exp(-1j * np.pi * np.arange(M + 1) / M).astype(ctype))  # L = 2 M
             threads_of = {"rfft_pad": threads, "irfft_unpad": inverse_threads}
+            S_of = {"rfft_pad": S, "irfft_unpad": inverse_S}
             # complex128 over many waves of blocks runs in one buffer where it may: half the shared memory, so
             # four blocks of 256 share a multiprocessor instead of three; 5000 x 16 series 943 against 1045 us
             # forward and 1007 against 1162 inverse, 5000 series 53.1 against 53.7 and 57.2 against 65.7.
             # One wave (the middle size's 1000 series: 6.5 against 6.0 us) and complex64 (two blocks of 512 by
             # registers either way: 39.9 against 38.7 us at the big size) keep two buffers
             # (benchmarks/results/h200-fft-ab-inplace-stop21.jsonl)
-            many_waves = ctype.itemsize == 16 and -(-B // S) >= 4 * self.sm_count
-            in_place_of = {name: many_waves and fused_in_place(M, S, n, radices) for name, n in threads_of.items()}
-            row = S * fused_row_stride(M, S, ctype.itemsize) * ctype.itemsize
-            smem_of = {name: (1 if in_place else 2) * row for name, in_place in in_place_of.items()}
-            cfg = (S, threads_of, smem_of, twp, twl, tuple(radices), in_place_of)
+            in_place_of = {name: (ctype.itemsize == 16 and -(-B // S_of[name]) >= 4 * self.sm_count  # many waves
+                                  and fused_in_place(M, S_of[name], n, radices)) for name, n in threads_of.items()}
+            smem_of = {name: (1 if in_place else 2) * S_of[name] * fused_row_stride(M, S_of[name], ctype.itemsize)
+                       * ctype.itemsize for name, in_place in in_place_of.items()}
+            cfg = (S_of, threads_of, smem_of, twp, twl, tuple(radices), in_place_of)
         self._fused[key] = cfg
         return cfg
 
@@ -982,8 +989,9 @@ class GPUBackend(Backend):
         cfg = self._fused_config(M, np.dtype(ctype), B, K)
         if cfg is None or B == 0:
             return cfg is not None
-        S, threads_of, smem_of, twp, twl, radices, in_place_of = cfg
-        threads, smem, groups = threads_of[which], smem_of[which], -(-B // S)
+        S_of, threads_of, smem_of, twp, twl, radices, in_place_of = cfg
+        S, threads, smem = S_of[which], threads_of[which], smem_of[which]
+        groups = -(-B // S)
         # rfft_pad from samples wider than the transform's reals (float64 into complex64), K = 1: blocks loop over
         # groups of series, staging the next group's samples in shared memory behind the transform's buffers
         # (16-byte aligned: StagingOffset in native/fft.cu) while they transform the current one.  Only when there
@@ -1057,7 +1065,8 @@ class GPUBackend(Backend):
         if y_hat.shape != (nt + 1, n, 1):  # (the stages one by one say what does not fit)
             return 0
         cfg = self._fused_config(nt, _R2C[np.dtype(dtype)], n, 1)
-        return cfg[0] if cfg is not None and cfg[0] >= 2 else 0
+        S = cfg[0]["irfft_unpad"] if cfg is not None else 0
+        return S if S >= 2 else 0
 
     def _sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool, spectra_tile: int) -> None:
         """:meth:`sbgemv`; an adjoint with one right-hand side in a one-column kernel stores ``out`` in tiles of
