@@ -7,9 +7,8 @@ responses), so that the big size costs seconds, not minutes.  Times
 
 * the copy-bandwidth floor,
 * the fused transforms' launch set-ups forced one by one (``fftsweep``, at
-  the sizes of ``--sweep-sizes``), the inverse reading its spectra in
-  tiles of its blocks' series (``tiles``), and the forward transform in
-  clusters of four blocks (``clusters``),
+  the sizes of ``--sweep-sizes``), and the inverse reading its spectra in
+  tiles of its blocks' series (``tiles``),
 * SBGEMV kernel variants (rows per group R, loads in flight U, columns per
   thread block) forward and adjoint, at the target sizes,
 * the whole local product (``LocalBTT.apply``) eager and replayed,
@@ -340,36 +339,6 @@ def main(argv=None) -> int:
                         per = device_times(run, be.synchronize, n=50)
                         emit(what="tiles", size=size, code=code, n=n, Nt=nt, tiled=tiled, round=rnd,
                              us=round(sum(per.values()), 2), ideal_us=round(ideal * 1e6, 2))
-
-    def part_clusters():
-        """The forward transform in clusters of four blocks (``rfft_clusters``)
-        against one block at a time, device times (CUPTI) alternated in
-        rounds, with a check that both give the same spectra bit for bit: the
-        big size's `ddddd` series with one and 16 right-hand sides, its
-        `dssdd` series with 16 (from float64 into complex64; with one they
-        take the staged forward, which runs no clusters), the middle size's
-        `ddddd` series."""
-        cases = [("big ddddd", Nm, Nt, 1, C128), ("big ddddd", Nm, Nt, 16, C128), ("big dssdd", Nm, Nt, 16, C64),
-                 ("mid ddddd", 1000, 500, 1, C128)]
-        saved = be.rfft_clusters
-        try:
-            for label, n, nt, K, ctype in cases:
-                x = cp.random.standard_normal((n, nt, K))
-                xh = {c: cp.empty((nt + 1, n, K), ctype) for c in (False, True)}
-                ideal = (x.nbytes + xh[False].nbytes) / bw
-                real = np.float32 if ctype == C64 else np.float64
-                for clustered in (False, True):
-                    be.rfft_clusters = clustered
-                    be.pad_rfft(x, xh[clustered], real)
-                emit(what="clusters-check", case=label, K=K, equal=bool(cp.array_equal(xh[False], xh[True])))
-                for rnd in range(3):
-                    for clustered in (False, True):
-                        be.rfft_clusters = clustered
-                        per = device_times(lambda: be.pad_rfft(x, xh[clustered], real), be.synchronize, n=20)
-                        emit(what="clusters", case=label, n=n, K=K, clustered=clustered, round=rnd,
-                             us=round(sum(per.values()), 2), ideal_us=round(ideal * 1e6, 2))
-        finally:
-            be.rfft_clusters = saved
 
     def part_fft_sweep():
         """Launch set-ups of the fused transforms forced one by one (series per
@@ -1927,7 +1896,6 @@ def main(argv=None) -> int:
     for name, fn in (("latency", part_latency), ("small", part_small), ("mid", part_mid),
                      ("midvar", part_mid_variants), ("fft", part_fft), ("fftvar", part_fft_variants),
                      ("fftradix", part_fft_radices), ("fftsweep", part_fft_sweep), ("tiles", part_tiles),
-                     ("clusters", part_clusters),
                      ("variants", part_variants), ("engine", part_engine),
                      ("kgemm", part_kgemm), ("waves", part_waves), ("gemmvar", part_gemm_variants),
                      ("adjvar", part_adj_variants), ("fwdrows", part_fwd_rows),

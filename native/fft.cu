@@ -549,46 +549,28 @@ template <> struct Split<> : Split<1> {};
 // post-processing X[f] = E + W^f O from Z[f] and Z[M - f] in shared memory,
 // stored to X[f * B + s] (Xb = X + s0).  (The inverse's pairing of butterflies
 // by shuffles, done here, was slower: benchmarks/results/h200-fft-pairs-ab.jsonl.)
-// With CL > 1 the block is one of a cluster of CL blocks with consecutive
-// series: Xb and ns are the cluster's (its first series and how many), and
-// each block stores a CL-th of the frequencies of all the cluster's series,
-// reading the others' Z from their shared memory, so that a warp stores runs
-// of CL * S values instead of S.
-template <int M, int S, int LOGS, int NT, int IP, int CL, typename C, typename TO> struct ToSpectrum {
+template <int M, int S, int LOGS, int NT, int IP, typename C, typename TO> struct ToSpectrum {
     const C* __restrict__ twl;
     TO* __restrict__ Xb;
     int ns, B, keep;
     template <int R> FMV_DEV void run(const C* in, C* out, const C* __restrict__ twp) const {
-        static_assert(CL == 1 || CL == 4, "clusters of one or four blocks");
-        constexpr int ld = Row<M, S, C>::ld, CS = CL * S, LOGCS = LOGS + (CL == 4 ? 2 : 0), F = M / 2 + 1;
+        constexpr int ld = Row<M, S, C>::ld;
         const C* Z = in;
         if constexpr (R > 1) {  // (not the radix-1 pass of a one-radix transform)
             stockham_pass<R, -1, M, M / R, S, NT, IP>(in, out, twp);
             __syncthreads();
             Z = out;
         }
-        if constexpr (CL > 1) cluster_sync();  // every block's Z is complete
-        const int rank = CL > 1 ? cluster_rank() : 0, f0 = rank * F / CL, nfb = (rank + 1) * F / CL - f0;
         // X[f] and X[M - f] need the same Z[f] and Z[M - f]: one item computes both (X[M] with X[0])
 #pragma unroll 2
-        for (int e = threadIdx.x; e < nfb * CS; e += NT) {
-            const int f = f0 + (e >> LOGCS), sl = e & (CS - 1);
+        for (int e = threadIdx.x; e < (M / 2 + 1) * S; e += NT) {
+            const int f = e >> LOGS, sl = e & (S - 1);
             if (sl >= ns) continue;
-            const C* row = Z + (sl & (S - 1)) * ld;
-            const int mf = f == 0 ? 0 : M - f;
-            C zf, zmf;
-            if constexpr (CL > 1) {
-                zf = ld_cluster(row + f, sl >> LOGS);
-                zmf = ld_cluster(row + mf, sl >> LOGS);
-            } else {
-                zf = row[f];
-                zmf = row[mf];
-            }
+            const C zf = Z[sl * ld + f], zmf = Z[sl * ld + (f == 0 ? 0 : M - f)];
             st_keep(Xb + (index_t)f * B + sl, ccast<TO>(real_spectrum(zf, zmf, FMV_LDG(twl + f))), keep);
             if (2 * f != M)
                 st_keep(Xb + (index_t)(M - f) * B + sl, ccast<TO>(real_spectrum(zmf, zf, FMV_LDG(twl + M - f))), keep);
         }
-        if constexpr (CL > 1) cluster_sync();  // no block leaves while the others read its Z
     }
 };
 
@@ -637,7 +619,7 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 10
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
     typedef fmv::Split<Rs...> Radices;
     typedef typename Radices::template rest<-1, M, S, NT, IP, TC> Later;
-    typedef fmv::ToSpectrum<M, S, LOGS, NT, IP, 1, TC, TO> Last;
+    typedef fmv::ToSpectrum<M, S, LOGS, NT, IP, TC, TO> Last;
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     static_assert(!IP || fmv::InPlace<M, S, NT, Rs...>::value, "in place needs one butterfly per thread and pass");
     TC* buf0 = reinterpret_cast<TC*>(fmv_smem);
@@ -665,29 +647,6 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 10
         fmv::first_pass_from_samples<Radices::first, M, S, LOGS, NT, true>(x, s0, ns, K, buf0);
         Later::run(buf0, buf1, twp, Last{twl, X + s0, ns, B, keep});
     }
-}
-
-// rfft_pad (not STAGED) in clusters of four blocks, whose 4 S consecutive series' spectra each block stores a
-// quarter of the frequencies of (fmv::ToSpectrum with CL = 4): runs of 4 S values per frequency instead of S.
-// Launch as rfft_pad with gridDim.x a multiple of 4 (the blocks past the last series transform nothing but take
-// part in the cluster's barriers); compute capability 9.0 and later.
-template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int M, int... Rs>
-__global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 1024, NT>()) FMV_CLUSTER_DIMS(4)
-    rfft_pad_clustered(const TI* __restrict__ x, TO* __restrict__ X, const TC* __restrict__ twp,
-                       const TC* __restrict__ twl, int B, int K, int keep) {
-    fmv::let_next_grid_start();
-    fmv::wait_for_prior_grids();
-    constexpr int S = 1 << LOGS, CL = 4, ld = fmv::Row<M, S, TC>::ld;
-    typedef fmv::Split<Rs...> Radices;
-    extern __shared__ double2 fmv_smem[];
-    static_assert(!IP || fmv::InPlace<M, S, NT, Rs...>::value, "in place needs one butterfly per thread and pass");
-    TC* buf0 = reinterpret_cast<TC*>(fmv_smem);
-    TC* buf1 = IP ? buf0 : buf0 + S * ld;
-    const int s0 = blockIdx.x * S, c0 = blockIdx.x / CL * CL * S;
-    fmv::first_pass_from_samples<Radices::first, M, S, LOGS, NT, true>(x, s0, fmv::min_(S, B - s0), K, buf0);
-    Radices::template rest<-1, M, S, NT, IP, TC>::run(
-        buf0, buf1, twp, fmv::ToSpectrum<M, S, LOGS, NT, IP, CL, TC, TO>{twl, X + c0, fmv::min_(CL * S, B - c0), B,
-                                                                        keep});
 }
 
 // Stages 4-5: y_s[t] = scale * sum_f' Y[f * B + s] exp(2 pi i f t / L), t < M = Nt (Hermitian extension of
@@ -731,11 +690,6 @@ FMV_RFFT(float, double2, double2, 3, 64, 0, 0, 10, 2, 5)
 FMV_RFFT(double, double2, double2, 0, 32, 0, 0, 1)
 FMV_RFFT(double, double2, double2, 1, 256, 1, 0, 1000, 10, 10, 10)
 FMV_RFFT(double, float2, float2, 2, 512, 0, 1, 1000, 10, 10, 10)
-#define FMV_RFFT_CLUSTERED(TI, TC, TO, ...)                                                                      \
-    template __global__ void rfft_pad_clustered<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, \
-                                                                          int, int);
-FMV_RFFT_CLUSTERED(double, double2, double2, 2, 512, 1, 1000, 10, 10, 10)
-FMV_RFFT_CLUSTERED(double, float2, float2, 2, 512, 0, 1000, 10, 10, 10)
 FMV_IRFFT(double2, double2, double, 1, 512, 0, 1000, 10, 10, 10)
 FMV_IRFFT(double2, double2, double, 1, 256, 1, 1000, 10, 10, 10)
 FMV_IRFFT(double2, double2, double, 2, 512, 0, 500, 5, 10, 10)

@@ -183,47 +183,6 @@ FMV_DEV void wait_for_prior_grids() {
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
-// Thread block clusters (compute capability 9.0 and later; nothing on HIP,
-// where the clustered kernels are never launched): the blocks of a cluster
-// run at once and read each other's shared memory.  cluster_sync() is a
-// barrier of all threads of all blocks of the cluster, ordering their
-// shared-memory accesses; ld_cluster(p, rank) reads the value at p's offset in
-// the shared memory of block `rank` of the cluster.
-#if !defined(FMV_HIP) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900)
-#define FMV_CLUSTERS 1
-#define FMV_CLUSTER_DIMS(n) __cluster_dims__(n, 1, 1)
-#else
-#define FMV_CLUSTER_DIMS(n)
-#endif
-FMV_DEV void cluster_sync() {
-#if defined(FMV_CLUSTERS) && defined(__CUDA_ARCH__)
-    asm volatile("barrier.cluster.arrive;\n\tbarrier.cluster.wait;" ::: "memory");
-#endif
-}
-FMV_DEV int cluster_rank() {
-    unsigned r = 0;
-#if defined(FMV_CLUSTERS) && defined(__CUDA_ARCH__)
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-#endif
-    return (int)r;
-}
-template <typename C> FMV_DEV C ld_cluster(const C* p, int rank) {
-#if defined(FMV_CLUSTERS) && defined(__CUDA_ARCH__)
-    unsigned long long local;
-    asm("cvta.to.shared.u64 %0, %1;" : "=l"(local) : "l"(p));
-    unsigned remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"((unsigned)local), "r"(rank));
-    typename real_of<C>::type re, im;
-    if constexpr (sizeof(C) == 8)
-        asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(re), "=f"(im) : "r"(remote) : "memory");
-    else
-        asm volatile("ld.shared::cluster.v2.f64 {%0, %1}, [%2];" : "=d"(re), "=d"(im) : "r"(remote) : "memory");
-    return cmake<C>(re, im);
-#else
-    return *p;
-#endif
-}
-
 // ask the L2 for the 32-byte sector holding p (a hint: nothing waits for it)
 FMV_DEV void prefetch_l2(const void* p) {
 #ifndef FMV_HIP

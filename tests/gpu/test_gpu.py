@@ -1033,40 +1033,6 @@ def test_fused_transforms_in_place(gpu, nt):
         gpu._fused.clear()
 
 
-@pytest.mark.parametrize("nt", [1, 7, 10, 500, 1000])
-def test_pad_rfft_clusters(gpu, monkeypatch, nt):
-    """The forward transform in clusters of four blocks (each storing a
-    quarter of the frequencies of the cluster's series, read from the other
-    blocks' shared memory) gives the unclustered result bit for bit: K = 1,
-    3 and 16, a last cluster with blocks past the last series, float64 into
-    complex128 and into complex64, and S > 1 (one multiprocessor counted);
-    the clustered kernel is the one launched."""
-    if kernels.is_hip() or int(cupy.cuda.Device().compute_capability) < 90:
-        pytest.skip("thread block clusters need CUDA and compute capability 9.0")
-    launched = record_kernel_builds(monkeypatch)
-    monkeypatch.setattr(gpu, "sm_count", 1)
-    rng = np.random.default_rng()
-    try:
-        for n, K in ((203, 1), (37, 16), (11, 3)):
-            x = cupy.asarray(rng.standard_normal((n, nt, K)))
-            for ctype, real in ((np.complex128, np.float64), (np.complex64, np.float32)):
-                want = cupy.full((nt + 1, n, K), np.nan, ctype)
-                got = cupy.full_like(want, np.nan)
-                monkeypatch.setattr(gpu, "rfft_clusters", False)
-                gpu._fused.clear()
-                gpu.pad_rfft(x, want, real)
-                monkeypatch.setattr(gpu, "rfft_clusters", True)
-                launched.clear()
-                gpu.pad_rfft(x, got, real)
-                staged = K == 1 and ctype == np.complex64
-                assert any(e.startswith("rfft_pad_clustered") for e in launched) != staged, (n, K, ctype, launched)
-                cupy.testing.assert_array_equal(got, want)
-                ref = np.fft.rfft(x.get(), n=2 * nt, axis=1).transpose(1, 0, 2)
-                assert rel_err(got.get(), ref) < (1e-5 if ctype == np.complex64 else 1e-13), (n, K, ctype)
-    finally:
-        gpu._fused.clear()
-
-
 @pytest.mark.parametrize("blocks", [1, 3, None])
 @pytest.mark.parametrize("nt", [7, 10, 500, 1000])
 def test_pad_rfft_staged_loop(gpu, monkeypatch, nt, blocks):

@@ -299,12 +299,6 @@ class GPUBackend(Backend):
         then reads one contiguous run at a time
         (:meth:`sbgemv_irfft_unpad`; ``$FFTMATVEC_TILED_SPECTRA=0`` turns it
         off).
-    rfft_clusters : bool
-        The forward transform, where its blocks do not loop, runs in clusters
-        of four blocks, each storing a quarter of the frequencies of the
-        cluster's series, so that its stores are runs of four times the
-        series of a block (compute capability 9.0 and later;
-        ``$FFTMATVEC_RFFT_CLUSTERS``).
     fused_max_blocks : int or None
         Most thread blocks of a forward transform that loops over groups of
         series (from float64 into complex64, ``K = 1``; None: as many as fit
@@ -411,10 +405,6 @@ class GPUBackend(Backend):
         # the middle ddddd one 108.7-108.8 against 109.4-109.5 us
         # (benchmarks/results/h200-probe-kernels-rfftkeep-stop25-*)
         self.rfft_keep_max_bytes = l2_bytes
-        # rfft_pad (not staged) in clusters of four blocks, each storing a quarter of the frequencies of the
-        # cluster's 4 S series: runs of 4 S values a frequency instead of S (compute capability 9.0 and later)
-        self.rfft_clusters = (not kernels.is_hip() and cc >= 90
-                              and os.environ.get("FFTMATVEC_RFFT_CLUSTERS", "0") != "0")
         self.graph_max_bytes = int(os.environ.get("FFTMATVEC_GRAPH_MAX_BYTES", 1 << 62))
         self.max_graphs = 4
         self._launcher = launch.ProgrammaticLauncher.load() if not kernels.is_hip() and cc >= 90 else None
@@ -1010,9 +1000,8 @@ class GPUBackend(Backend):
         staged_smem = -(-smem // 16) * 16 + S * M * src.dtype.itemsize
         staged = (which == "rfft_pad" and K == 1 and 2 * src.dtype.itemsize > np.dtype(ctype).itemsize
                   and staged_smem <= self.smem_limit)
-        clustered = which == "rfft_pad" and not staged and self.rfft_clusters and groups > 1
-        fn = self._fft_kernel(which, src, dst, ctype, S, threads, in_place_of[which], staged, M, radices, clustered)
-        blocks = -(-groups // 4) * 4 if clustered else groups
+        fn = self._fft_kernel(which, src, dst, ctype, S, threads, in_place_of[which], staged, M, radices)
+        blocks = groups
         if staged:
             blocks = min(groups, self.sm_count * self._resident_blocks(fn, threads, staged_smem),
                          self.fused_max_blocks or groups)
@@ -1031,12 +1020,8 @@ class GPUBackend(Backend):
 
     @staticmethod
     def _fft_kernel(which: str, src: Array, dst: Array, ctype: np.dtype, S: int, threads: int, in_place: bool,
-                    staged: bool, M: int, radices: list[int], clustered: bool = False):
-        """The ``native/fft.cu`` kernel ``which`` for these dtypes and launch set-up (``rfft_pad_clustered``
-        for ``rfft_pad`` in clusters of four blocks)."""
-        if clustered:
-            return kernels.kernel("fft.cu", "rfft_pad_clustered", src.dtype, ctype, dst.dtype, S.bit_length() - 1,
-                                  threads, int(in_place), M, *radices)
+                    staged: bool, M: int, radices: list[int]):
+        """The ``native/fft.cu`` kernel ``which`` for these dtypes and launch set-up."""
         flags = (int(in_place),) + ((int(staged),) if which == "rfft_pad" else ())
         return kernels.kernel("fft.cu", which, src.dtype, ctype, dst.dtype, S.bit_length() - 1, threads, *flags, M,
                               *radices)
