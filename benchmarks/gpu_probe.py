@@ -778,7 +778,10 @@ def main(argv=None) -> int:
         return device_times(fn, be.synchronize, n)
 
     def part_kernels():
-        """Device time per kernel of the untimed (fused, replayed) product."""
+        """Device time per kernel of the untimed (fused, replayed) product.  With
+        programmatic launches (``pdl`` in the rows) a kernel's time runs from
+        when it starts, during the kernel before it, and so includes its wait:
+        ``FFTMATVEC_PDL=0`` gives the split (docs/gpu-kernels.md, stop 31)."""
         import importlib.util
 
         if importlib.util.find_spec("torch") is None:
@@ -800,7 +803,7 @@ def main(argv=None) -> int:
                 per = kernel_times(lambda: eng.apply(x, prec, adjoint=adjoint))
                 floor = eng.Fhat[prec.sbgemv].nbytes / bw * 1e6
                 emit(what="kernels", size=label, K=K, code=code, adjoint=adjoint, floor_us=round(floor, 2),
-                     total_us=round(sum(per.values()), 2), per_product_us=per)
+                     total_us=round(sum(per.values()), 2), per_product_us=per, pdl=be.programmatic_launch)
             eng._workspaces.clear()
 
     def part_kernels_nrhs():
