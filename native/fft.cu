@@ -435,8 +435,7 @@ template <int NT, typename T> FMV_DEV void stage_samples(T* dst, const T* __rest
 
 // The first pass of the inverse transform (NS = 1) with the pre-processing
 // (complex_sample), from Y[f * B + s] (Yb = Y + s0), f <= M.  As numpy.fft,
-// the imaginary parts of Y[0] and Y[M] are ignored.  Y is read through the L2
-// only: the product may still be writing other tiles of it (irfft_unpad).
+// the imaginary parts of Y[0] and Y[M] are ignored.
 template <int R, int M, int S, int LOGS, int NT, typename TI, typename C>
 FMV_DEV void first_pass_from_spectrum(const TI* __restrict__ Yb, const C* __restrict__ twl, int ns, int B, C* out) {
     constexpr int nb = M / R, ld = Row<M, S, C>::ld;
@@ -450,7 +449,7 @@ FMV_DEV void first_pass_from_spectrum(const TI* __restrict__ Yb, const C* __rest
         const TI* Ys = Yb + it.sl;
         C v[R];
 #pragma unroll
-        for (int r = 0; r < R; ++r) v[r] = valid ? cload_l2<C>(Ys + (index_t)(jl + r * nb) * B) : czero<C>();
+        for (int r = 0; r < R; ++r) v[r] = valid ? cload<C>(Ys + (index_t)(jl + r * nb) * B) : czero<C>();
         if (jl == 0) v[0].y = 0;
         if (jl == nb) v[R - 1].y = 0;
         const C wj = FMV_LDG(twl + it.j);  // W^f = W^j W^(r nb): the second factor is the same for all lanes
@@ -652,22 +651,16 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 10
 
 // Stages 4-5: y_s[t] = scale * sum_f' Y[f * B + s] exp(2 pi i f t / L), t < M = Nt (Hermitian extension of
 // f = 0..M, TI -> TC arithmetic -> TO).  With `tiled` (K = 1), Y is laid out in tiles of S series instead
-// (fmv::spectrum_index with tile = S): a block's spectra are one contiguous run.  With `ready` (tiled, the
-// product launched just before it counting its stored tiles), block b waits for tile b alone
-// (fmv::wait_for_tile) instead of the whole product: Y is then read through the L2 only (cload_l2), as other
-// tiles of it are still being written.
+// (fmv::spectrum_index with tile = S): a block's spectra are one contiguous run.
 // In complex128 the register budget is set for 768 threads: shared memory holds three blocks of 256 threads at
 // the big size (two rows of 1008 values for each of two series), and the first pass's butterfly of radix 10
 // with its partner's values needs more than the 64 registers of 1024.
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int M, int... Rs>
 __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 1024, NT>())
     irfft_unpad(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp, const TC* __restrict__ twl,
-                int B, int K, typename fmv::real_of<TC>::type scale, int tiled, unsigned* ready) {
+                int B, int K, typename fmv::real_of<TC>::type scale, int tiled) {
     fmv::let_next_grid_start();
-    if (ready)
-        fmv::wait_for_tile(ready, blockIdx.x, M + 1);
-    else
-        fmv::wait_for_prior_grids();
+    fmv::wait_for_prior_grids();
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
     typedef fmv::Split<Rs...> Radices;
     extern __shared__ double2 fmv_smem[];
@@ -689,7 +682,7 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 10
     template __global__ void rfft_pad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, int);
 #define FMV_IRFFT(TI, TC, TO, ...)                                                                                \
     template __global__ void irfft_unpad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, \
-                                                                   typename fmv::real_of<TC>::type, int, unsigned*);
+                                                                   typename fmv::real_of<TC>::type, int);
 FMV_RFFT(double, double2, double2, 1, 512, 0, 0, 1000, 10, 10, 10)
 FMV_RFFT(double, double2, double2, 1, 512, 0, 0, 1000, 5, 5, 5, 8)
 FMV_RFFT(double, float2, float2, 2, 256, 0, 1, 500, 4, 5, 5, 5)

@@ -17,13 +17,10 @@
 // 32 lanes (width argument), which behave the same on both.
 #define FMV_SHFL_XOR(v, m, w) __shfl_xor((v), (m), (w))
 #define FMV_LDG(p) (*(p))
-#define FMV_LDCG(p) (*(p))
 #define FMV_LDCS(p) (*(p))
 #else
 #define FMV_SHFL_XOR(v, m, w) __shfl_xor_sync(0xffffffffu, (v), (m), (w))
 #define FMV_LDG(p) __ldg(p)
-// loads through the L2 only, for data another kernel may write while this one runs (wait_for_tile)
-#define FMV_LDCG(p) __ldcg(p)
 // streaming (evict-first) loads for data read exactly once (Fhat)
 #define FMV_LDCS(p) __ldcs(p)
 #endif
@@ -154,8 +151,6 @@ template <> struct Storer<2> {
 
 // a value of type From read through the read-only path and cast to To
 template <typename To, typename From> FMV_DEV To cload(const From* p) { return ccast<To>(FMV_LDG(p)); }
-// the same through the L2 only (FMV_LDCG)
-template <typename To, typename From> FMV_DEV To cload_l2(const From* p) { return ccast<To>(FMV_LDCG(p)); }
 
 template <typename T> FMV_DEV T min_(T a, T b) { return a < b ? a : b; }
 
@@ -187,43 +182,6 @@ FMV_DEV void wait_for_prior_grids() {
 #if !defined(FMV_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-}
-// A result handed from one kernel to the next in the stream in tiles while the first still runs
-// (GPUBackend.sbgemv_irfft_unpad): each block of the producer counts the tiles it has finished in ready[tile]
-// (tiles_stored), and each block of the consumer, launched programmatically, starts on its tile once every part is
-// counted (wait_for_tile) instead of waiting for the whole producer (wait_for_prior_grids).  No deadlock: the
-// consumer is scheduled only once every block of the producer has started (let_next_grid_start() comes first), so
-// the parts it waits for are being made; after a plain launch every count is complete.
-// Block-wide, after the block's stores: ready[t] += 1 for t in [t0, t1).
-FMV_DEV void tiles_stored(unsigned* ready, int t0, int t1) {
-    __threadfence();
-    __syncthreads();
-    for (int t = t0 + threadIdx.x; t < t1; t += blockDim.x) atomicAdd(ready + t, 1u);
-}
-// Block-wide: returns once ready[tile] holds `parts` parts, and sets it back to 0 for the next product.  Spins at
-// most about two seconds (a count that never completes is a bug: the kernel traps, the launch reports an error,
-// nothing hangs).
-FMV_DEV void wait_for_tile(unsigned* ready, int tile, unsigned parts) {
-    if (threadIdx.x == 0) {
-#if !defined(FMV_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-        unsigned long long t0, t;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-        for (;;) {
-            unsigned n;
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(n) : "l"(ready + tile) : "memory");
-            if (n >= parts) break;
-            __nanosleep(256);
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-            if (t - t0 > 2000000000ull) __trap();
-        }
-#else
-        while (atomicAdd(ready + tile, 0u) < parts) {}
-        __threadfence();
-#endif
-        ready[tile] = 0;
-        __threadfence();
-    }
-    __syncthreads();
 }
 // ask the L2 for the 32-byte sector holding p (a hint: nothing waits for it)
 FMV_DEV void prefetch_l2(const void* p) {

@@ -177,17 +177,14 @@ __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, T
 // Only columns [col0, col1) are computed (col0 % VEC == 0).
 // With `keep`, Y is stored at evict-last priority in the L2 (fmv::st_keep); with spectra_tile > 0 (K == 1, a
 // multiple of VEC), in tiles of that many columns (fmv::spectrum_index), the layout the inverse transform reads
-// fastest.  The blocks run in `groups` groups of column tiles, one after the other, each frequency by frequency.
-// With `ready` (K == 1, spectra_tile > 0 dividing CT * VEC, col0 == 0), each block counts the spectra tiles it
-// has stored in ready[j / spectra_tile] (fmv::tiles_stored): the inverse transform starts on the first groups'
-// columns while the last are multiplied (fmv::wait_for_tile).
+// fastest.
 // Launch: gridDim.x = nf * ceil((col1 - col0) / (CT * VEC)), gridDim.y = ceil(K / KB),
 // dynamic shared memory = (CH * KB + (RS > 1 ? CT * RS * VEC * KB : 0)) * sizeof(TA).
 // ---------------------------------------------------------------------------
 template <typename TA, typename TX, int U, int VEC, int KB>
 __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y,
                            int nf, int nd, int nm, int K, int RS, int CH, int col0, int col1, int keep,
-                           int spectra_tile, int groups, unsigned* ready) {
+                           int spectra_tile) {
     fmv::let_next_grid_start();
     fmv::wait_for_prior_grids();
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
@@ -199,11 +196,8 @@ __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, T
     const int c = tid % CT;
     const int s = tid / CT;
     const int tiles = (col1 - col0 + CT * VEC - 1) / (CT * VEC);
-    const int per_group = (tiles + groups - 1) / groups;  // column tiles of a group (fewer in the last)
-    const int g = blockIdx.x / (nf * per_group), r = blockIdx.x - g * nf * per_group;
-    const int width = fmv::min_(per_group, tiles - g * per_group);
-    const int f = r / width;
-    const int tile = g * per_group + r % width;
+    const int f = blockIdx.x / tiles;
+    const int tile = blockIdx.x % tiles;
     const int j = col0 + (tile * CT + c) * VEC;
     const bool active = j < col1;
     const int k0 = blockIdx.y * KB;
@@ -284,10 +278,6 @@ __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, T
                     if (b < kn) fmv::st_keep(y + b, acc[v][b], keep);
             }
         }
-    }
-    if (ready) {
-        const int j0 = tile * CT * VEC, j1 = fmv::min_(col1, j0 + CT * VEC);
-        fmv::tiles_stored(ready, j0 / spectra_tile, (j1 + spectra_tile - 1) / spectra_tile);
     }
 }
 
@@ -380,7 +370,7 @@ FMV_FLAT(float2, double2, 8, 2)
 FMV_FLAT(double2, float2, 8, 1)
 #define FMV_ADJ(TA, TX, U, VEC, KB) \
     template __global__ void sbgemv_adj<TA, TX, U, VEC, KB>(const TA*, const TX*, TA*, int, int, int, int, int, int, \
-                                                            int, int, int, int, int, unsigned*);
+                                                            int, int, int, int);
 FMV_FWD(double2, double2, 4, 2, 1, 1)
 FMV_FWD(double2, float2, 4, 2, 1, 1)
 FMV_FWD(float2, float2, 4, 2, 2, 1)

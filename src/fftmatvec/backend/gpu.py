@@ -111,11 +111,6 @@ def _pow2_at_least(n: int) -> int:
     return p
 
 
-def _pointer(a: Array | None) -> Any:
-    """A kernel's pointer argument: the device array ``a``, or a null pointer for None."""
-    return np.int64(0) if a is None else a
-
-
 def fft_radices(M: int) -> list[int] | None:
     """Radices of the fused transform's complex FFT of length ``M`` (the
     real length is ``2 M``): a 10 for each pair of factors 2 and 5 (one pass
@@ -304,14 +299,6 @@ class GPUBackend(Backend):
         then reads one contiguous run at a time
         (:meth:`sbgemv_irfft_unpad`; ``$FFTMATVEC_TILED_SPECTRA=0`` turns it
         off).
-    early_inverse : bool
-        Where the adjoint product with tiled spectra runs in the blocked
-        kernel (several waves) and is launched programmatically, the inverse
-        transform starts on each tile of spectra as soon as the product has
-        stored it, instead of after the whole product
-        (:meth:`sbgemv_irfft_unpad`; ``$FFTMATVEC_EARLY_INVERSE=0`` turns it
-        off).  The product then runs its column tiles in
-        ``early_inverse_groups`` groups, one after the other.
     fused_max_blocks : int or None
         Most thread blocks of a forward transform that loops over groups of
         series (from float64 into complex64, ``K = 1``; None: as many as fit
@@ -412,8 +399,6 @@ class GPUBackend(Backend):
         # spectra in 32-byte runs, level (ddssd, 40 MB) or slower (ddddd, 80 MB: past the L2, so not tiled)
         # (benchmarks/results/h200-launch-ab-tiles-stop30.jsonl)
         self.tiled_spectra = os.environ.get("FFTMATVEC_TILED_SPECTRA", "1") != "0"
-        self.early_inverse = os.environ.get("FFTMATVEC_EARLY_INVERSE", "1") != "0"
-        self.early_inverse_groups = 2
         # rfft_pad's spectra the same, so that more of them are in the L2 for the forward product kernel and
         # fewer of their lines go back to memory in the middle of its stream of Fhat: the big dssdd product
         # 973.4-973.7 against 994.7-995.0 us of device time (the kernel 926.6-927.0 against 949.4-949.8 us),
@@ -998,11 +983,9 @@ class GPUBackend(Backend):
         return cfg
 
     def _fused_transform(self, which: str, src: Array, dst: Array, ctype: np.dtype, B: int, K: int, M: int,
-                         scale: float | None, tiled: bool = False, ready: Array | None = None) -> bool:
+                         scale: float | None, tiled: bool = False) -> bool:
         """Run ``which`` ("rfft_pad" or "irfft_unpad", native/fft.cu) from ``src``
-        to ``dst``; False (nothing done) when the length is not supported.  ``tiled``, ``ready``: the inverse's
-        spectra in tiles of its series per block, each started on once its count in ``ready`` is complete
-        (:meth:`sbgemv_irfft_unpad`)."""
+        to ``dst``; False (nothing done) when the length is not supported."""
         cfg = self._fused_config(M, np.dtype(ctype), B, K)
         if cfg is None or B == 0:
             return cfg is not None
@@ -1031,7 +1014,7 @@ class GPUBackend(Backend):
         if which == "rfft_pad":  # its spectra kept in the L2 when they fit
             args.append(np.int32(dst.nbytes <= self.rfft_keep_max_bytes))
         else:
-            args += [_C2R[np.dtype(ctype)].type(scale), np.int32(tiled), _pointer(ready)]
+            args += [_C2R[np.dtype(ctype)].type(scale), np.int32(tiled)]
         self._run_kernel(fn, (blocks,), (threads,), tuple(args), smem)
         return True
 
@@ -1060,20 +1043,9 @@ class GPUBackend(Backend):
             super().sbgemv_irfft_unpad(Fhat, x_hat, y_hat, out, dtype, adjoint)
             return
         n, nt, _ = out.shape
-        ready = self._tile_counters(Fhat, tile)
-        self._sbgemv(Fhat, x_hat, y_hat, True, tile, ready)
+        self._sbgemv(Fhat, x_hat, y_hat, True, tile)
         self._fused_transform("irfft_unpad", y_hat, out, _R2C[np.dtype(dtype)], n, 1, nt, 1.0 / (2 * nt),
-                              tiled=True, ready=ready)
-
-    def _tile_counters(self, Fhat: Array, tile: int) -> Array | None:
-        """The counters (one uint32 per tile of ``tile`` spectra, zero between products) through which the inverse
-        transform starts on each tile as the adjoint product stores it (:attr:`early_inverse`), or None where it
-        waits for the whole product: the one-wave balanced kernel finishes all its tiles at once, and plain
-        launches start the inverse after the product anyway."""
-        nf, nd, nm = Fhat.shape
-        if not (self.early_inverse and self.programmatic_launch) or self._adj_flat(nf, nd, nm, 1, Fhat.dtype):
-            return None
-        return self.scratch((-(-nm // tile),), np.uint32, "spectra-ready", zero=True)
+                              tiled=True)
 
     def _spectra_tile(self, Fhat: Array, x_hat: Array, y_hat: Array, out: Array, dtype: Any, adjoint: bool) -> int:
         """The tile width in which :meth:`sbgemv_irfft_unpad` lays out
@@ -1096,11 +1068,9 @@ class GPUBackend(Backend):
         S = cfg[0]["irfft_unpad"] if cfg is not None else 0
         return S if S >= 2 else 0
 
-    def _sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool, spectra_tile: int,
-                ready: Array | None = None) -> None:
+    def _sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool, spectra_tile: int) -> None:
         """:meth:`sbgemv`; an adjoint with one right-hand side in a one-column kernel stores ``out`` in tiles of
-        ``spectra_tile`` columns when that is not 0, and counts them in ``ready`` when given
-        (:meth:`_tile_counters`)."""
+        ``spectra_tile`` columns when that is not 0."""
         nf, nd, nm = Fhat.shape
         n_in, n_out = (nd, nm) if adjoint else (nm, nd)
         K = x_hat.shape[2] if x_hat.ndim == 3 else 0
@@ -1126,7 +1096,7 @@ class GPUBackend(Backend):
         if not adjoint and K >= self.gemm_min_k[ta]:
             self._sbgemm_native(Fhat, x_hat, out)
             return
-        S = self._sbgemv_cols(Fhat, x_hat, out, adjoint, 0, nm, None, spectra_tile, ready)
+        S = self._sbgemv_cols(Fhat, x_hat, out, adjoint, 0, nm, None, spectra_tile)
         if S > 1:
             self._sum_splits(self.scratch((S,) + out.shape, ta, "sbgemv-splits"), out, S)
 
@@ -1152,11 +1122,11 @@ class GPUBackend(Backend):
         blocks = int(min(-(-n // 256), self.sm_count * 8))
         self._run_kernel(red, (blocks,), (256,), (part, out, np.int64(n), np.int32(S)))
 
-    def _sbgemv_cols(self, Fhat, x_hat, out, adjoint, col0, col1, part, spectra_tile=0, ready=None):
+    def _sbgemv_cols(self, Fhat, x_hat, out, adjoint, col0, col1, part, spectra_tile=0):
         """Native product over the columns [col0, col1) of ``Fhat``.
 
-        Adjoint: writes ``out[:, col0:col1]`` (in tiles of ``spectra_tile`` columns when not 0, counted in
-        ``ready`` when given, :meth:`sbgemv_irfft_unpad`).  Forward: partial sums over
+        Adjoint: writes ``out[:, col0:col1]`` (in tiles of ``spectra_tile`` columns when not 0,
+        :meth:`sbgemv_irfft_unpad`).  Forward: partial sums over
         those columns; written to ``out`` (one split) or to ``part`` (S splits
         of ``out``'s shape; a scratch buffer when ``part`` is None).  Returns
         the number of splits written (1: ``out`` holds the result)."""
@@ -1167,10 +1137,10 @@ class GPUBackend(Backend):
         aligned = (Fhat.data.ptr | x_hat.data.ptr | out.data.ptr) % 16 == 0  # 16-byte vector loads allowed
         key = ("adj" if adjoint else "fwd", nf, nd, nm, K, ta, x_hat.dtype, aligned, col0, col1, part is None, lda,
                self.fwd_splits, self.fwd_lanes, self.adj_flat, self.adj_flat_max_bytes, self.adj_keep_max_bytes,
-               self.programmatic_launch, self.early_loads, spectra_tile, ready is not None)
+               self.programmatic_launch, self.early_loads, spectra_tile)
         cfg = self._launch.get(key)
         if cfg is None:
-            extra = {"spectra_tile": spectra_tile, "ready": ready} if adjoint else {"lda": lda}
+            extra = {"spectra_tile": spectra_tile} if adjoint else {"lda": lda}
             make = self._adj_config if adjoint else self._fwd_config
             cfg = self._launch[key] = make(nf, nd, nm, K, ta, np.dtype(x_hat.dtype), VEC=None if aligned else 1,
                                            col0=col0, col1=col1, S=1 if part is not None else None, **extra)
@@ -1250,7 +1220,7 @@ class GPUBackend(Backend):
         return self.early_loads if self.programmatic_launch else 0
 
     def _adj_config(self, nf, nd, nm, K, ta, tx, U=None, VEC=None, KB=None, CT=None, flat=None, T=256,
-                    col0=0, col1=None, S=None, keep=None, spectra_tile=0, ready=None):
+                    col0=0, col1=None, S=None, keep=None, spectra_tile=0):
         c128 = ta == np.complex128
         col1 = nm if col1 is None else col1
         ncol = col1 - col0
@@ -1262,10 +1232,9 @@ class GPUBackend(Backend):
         if VEC is None:
             VEC = 2 if (not c128 and nm % 2 == 0 and col0 % 2 == 0 and ncol % 2 == 0 and KB <= 2) else 1
         if flat is None:
-            flat = self._adj_flat(nf, nd, ncol, K, ta)
-        if ready is not None and (flat or K != 1 or not spectra_tile or col0 != 0 or col1 != nm):
-            raise ValueError("sbgemv (adjoint): tile counters need the blocked kernel over all columns, one "
-                             "right-hand side and tiled spectra")
+            # the blocked kernel for large launches (measured faster at 1-8 GB of Fhat), else the
+            # balanced one (no idle last wave when there are few blocks per multiprocessor)
+            flat = K == 1 and self.adj_flat and nf * nd * ncol * ta.itemsize < self.adj_flat_max_bytes
         if flat:  # one right-hand side: balanced column ranges, one block per resident slot
             # eight rows in flight when the vector is wider than Fhat (complex128 into a complex64 product:
             # 52.3 us against 56.0 us with four at the middle size, benchmarks/results/h200-probe-fused-io.jsonl)
@@ -1292,19 +1261,9 @@ class GPUBackend(Backend):
         smem = (CH * KB + (CT * RS * VEC * KB if RS > 1 else 0)) * isz
         fn = kernels.kernel("sbgemv.cu", "sbgemv_adj", ta, tx, U, VEC, KB)
         grid = (nf * tiles, -(-K // KB))
-        if ready is not None and (CT * VEC) % spectra_tile:
-            raise ValueError(f"sbgemv (adjoint): tiles of {spectra_tile} spectra straddle the kernel's column "
-                             f"tiles of {CT * VEC}")
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(RS), np.int32(CH), np.int32(col0),
-                np.int32(col1), np.int32(keep), np.int32(spectra_tile),
-                np.int32(1 if ready is None else min(tiles, self.early_inverse_groups)), _pointer(ready))
+                np.int32(col1), np.int32(keep), np.int32(spectra_tile))
         return fn, grid, (CT * RS,), smem, tail, 1
-
-    def _adj_flat(self, nf: int, nd: int, ncol: int, K: int, ta: Any) -> bool:
-        """Whether the adjoint product over ``ncol`` columns runs in the balanced one-wave kernel: one right-hand
-        side below :attr:`adj_flat_max_bytes` of ``Fhat`` (no idle last wave when there are few blocks per
-        multiprocessor); else the blocked one (measured faster at 1-8 GB of ``Fhat``)."""
-        return K == 1 and self.adj_flat and nf * nd * ncol * np.dtype(ta).itemsize < self.adj_flat_max_bytes
 
     def _sbgemm_native(self, Fhat: Array, x_hat: Array, out: Array) -> None:
         """Forward product with several right-hand sides through ``sbgemm_fwd``
