@@ -177,16 +177,16 @@ __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, T
 // Only columns [col0, col1) are computed (col0 % VEC == 0).
 // With `keep`, Y is stored at evict-last priority in the L2 (fmv::st_keep); with spectra_tile > 0 (K == 1, a
 // multiple of VEC), in tiles of that many columns (fmv::spectrum_index), the layout the inverse transform reads
-// fastest.  A thread asks the L2 for its first `early` rows before it waits for the kernel before it (only the
-// first wave of blocks starts that early).
+// fastest.
 // Launch: gridDim.x = nf * ceil((col1 - col0) / (CT * VEC)), gridDim.y = ceil(K / KB),
 // dynamic shared memory = (CH * KB + (RS > 1 ? CT * RS * VEC * KB : 0)) * sizeof(TA).
 // ---------------------------------------------------------------------------
 template <typename TA, typename TX, int U, int VEC, int KB>
 __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y,
                            int nf, int nd, int nm, int K, int RS, int CH, int col0, int col1, int keep,
-                           int spectra_tile, int early) {
+                           int spectra_tile) {
     fmv::let_next_grid_start();
+    fmv::wait_for_prior_grids();
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     TA* xs = reinterpret_cast<TA*>(fmv_smem);  // [CH][KB]
     TA* red = xs + CH * KB;                   // [RS][CT][VEC][KB]
@@ -211,9 +211,6 @@ __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, T
 
     const TA* a = A + (index_t)f * nd * nm + (active ? j : 0);
     const TX* x = X + (index_t)f * nd * K + k0;
-    if (active)  // Fhat is no kernel's output: its first rows are asked for before the wait
-        for (int i = s; i < fmv::min_(early * RS, nd); i += RS) fmv::prefetch_l2(a + (index_t)i * nm);
-    fmv::wait_for_prior_grids();
     for (int ib = 0; ib < nd; ib += CH) {
         const int n = fmv::min_(CH, nd - ib);
         __syncthreads();
@@ -373,7 +370,7 @@ FMV_FLAT(float2, double2, 8, 2)
 FMV_FLAT(double2, float2, 8, 1)
 #define FMV_ADJ(TA, TX, U, VEC, KB) \
     template __global__ void sbgemv_adj<TA, TX, U, VEC, KB>(const TA*, const TX*, TA*, int, int, int, int, int, int, \
-                                                            int, int, int, int, int);
+                                                            int, int, int, int);
 FMV_FWD(double2, double2, 4, 2, 1, 1)
 FMV_FWD(double2, float2, 4, 2, 1, 1)
 FMV_FWD(float2, float2, 4, 2, 2, 1)

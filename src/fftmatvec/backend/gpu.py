@@ -316,9 +316,6 @@ class GPUBackend(Backend):
         (``sbgemv_fwd``, ``sbgemv_adj_flat``) ask the L2 for before they wait
         for the transform, when launched programmatically
         (``$FFTMATVEC_EARLY_LOADS``).
-    blocked_early_loads : int
-        The same for the blocked adjoint kernel (``sbgemv_adj``) with one
-        right-hand side, whose first wave of blocks waits for the transform.
     direct_max_nt, direct_max_work, direct_max_smem : int
         When :meth:`direct_plan` takes a product (one kernel instead of
         three): ``Nt`` up to ``direct_max_nt`` (``$FFTMATVEC_DIRECT_MAX_NT``,
@@ -417,7 +414,6 @@ class GPUBackend(Backend):
         # kernel reads before it is evicted (six: 67.6-70.2, sixteen: 81.2-81.4; ddssd F^T d 66.3-66.5 with two,
         # 67.0-68.3 plainly; benchmarks/results/h200-launch-ab-mid-stop29-*.jsonl, launch_ab.py)
         self.early_loads = int(os.environ.get("FFTMATVEC_EARLY_LOADS", 2))
-        self.blocked_early_loads = 2
         # "fused": native/fft.cu where the length allows it, else cuFFT in the "auto"/"sc" layouts;
         # "auto": cuFFT, "cs" for small transforms (one launch fewer), "cc" for large ones (measured faster)
         self.fft_layout = {"r2c": os.environ.get("FFTMATVEC_R2C", "fused"),
@@ -1141,7 +1137,7 @@ class GPUBackend(Backend):
         aligned = (Fhat.data.ptr | x_hat.data.ptr | out.data.ptr) % 16 == 0  # 16-byte vector loads allowed
         key = ("adj" if adjoint else "fwd", nf, nd, nm, K, ta, x_hat.dtype, aligned, col0, col1, part is None, lda,
                self.fwd_splits, self.fwd_lanes, self.adj_flat, self.adj_flat_max_bytes, self.adj_keep_max_bytes,
-               self.programmatic_launch, self.early_loads, self.blocked_early_loads, spectra_tile)
+               self.programmatic_launch, self.early_loads, spectra_tile)
         cfg = self._launch.get(key)
         if cfg is None:
             extra = {"spectra_tile": spectra_tile} if adjoint else {"lda": lda}
@@ -1266,8 +1262,7 @@ class GPUBackend(Backend):
         fn = kernels.kernel("sbgemv.cu", "sbgemv_adj", ta, tx, U, VEC, KB)
         grid = (nf * tiles, -(-K // KB))
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(RS), np.int32(CH), np.int32(col0),
-                np.int32(col1), np.int32(keep), np.int32(spectra_tile),
-                np.int32(self.blocked_early_loads if K == 1 and self.programmatic_launch else 0))
+                np.int32(col1), np.int32(keep), np.int32(spectra_tile))
         return fn, grid, (CT * RS,), smem, tail, 1
 
     def _sbgemm_native(self, Fhat: Array, x_hat: Array, out: Array) -> None:
