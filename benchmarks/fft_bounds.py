@@ -43,7 +43,7 @@ _NO_PRE_POST = [
 ]
 _NO_LOAD = [  # values made from their indices, so that nothing upstream folds away
     ("load_sample<GLOBAL>(reinterpret_cast<const TP*>(xs + t));", "TP{(TI)t, (TI)s};"),
-    ("valid ? load_value<GLOBAL, C>(Ys + (index_t)(jl + r * nb) * B) : czero<C>();",
+    ("valid ? cload<C>(Ys + (index_t)(jl + r * nb) * B) : czero<C>();",
      "valid ? cmake<C>((typename real_of<C>::type)(jl + r), (typename real_of<C>::type)it.sl) : czero<C>();"),
 ]
 _NO_STORE = [  # stores behind a test that fails at run time, so that the compiler keeps what feeds them

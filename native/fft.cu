@@ -41,16 +41,15 @@
 // imaginary parts of Y[0] and Y[M].
 //
 // rfft_pad with STAGED (K = 1; the engine takes it from float64 samples into
-// complex64), and irfft_unpad with STAGED (tiled spectra), launch only the
-// blocks that fit at once: each loops over groups of S series and copies the
-// next group's samples (spectra) into shared memory (cp.async) while it
-// transforms the current one.
+// complex64) launches only the blocks that fit at once: each loops over groups
+// of S series and copies the next group's samples into shared memory
+// (cp.async) while it transforms the current one.
 //
 // Launch: gridDim.x = ceil(B / S) (STAGED: at most that) with S = 2^LOGS <= 16 (with K > 1 the series of a
 // block may belong to more than one p), blockDim.x = NT (a multiple of 32), dynamic shared memory
 // n * S * Row<M, S, TC>::ld * sizeof(TC) with n = 1 buffer when the template argument IP is 1 (in place: allowed
-// when every pass has at most one butterfly per thread, InPlace), else 2; STAGED adds S * M samples (the
-// inverse: S * (M + 1) spectra) of TI from StagingOffset on.
+// when every pass has at most one butterfly per thread, InPlace), else 2; STAGED adds S * M samples of TI from
+// StagingOffset on.
 #include "fftmatvec_common.cuh"
 
 using fmv::index_t;
@@ -377,10 +376,6 @@ template <bool GLOBAL, typename T> FMV_DEV T load_sample(const T* p) {
     else
         return *p;
 }
-// the same, cast to C
-template <bool GLOBAL, typename C, typename T> FMV_DEV C load_value(const T* p) {
-    return ccast<C>(load_sample<GLOBAL>(p));
-}
 
 // The first pass of the forward transform (NS = 1), from x in global memory
 // (GLOBAL) or staged in shared memory: butterfly j of series s takes
@@ -439,10 +434,9 @@ template <int NT, typename T> FMV_DEV void stage_samples(T* dst, const T* __rest
 }
 
 // The first pass of the inverse transform (NS = 1) with the pre-processing
-// (complex_sample), from Y[f * B + s] (Yb = Y + s0), f <= M, in global memory
-// (GLOBAL) or staged in shared memory.  As numpy.fft, the imaginary parts of
-// Y[0] and Y[M] are ignored.
-template <int R, int M, int S, int LOGS, int NT, bool GLOBAL, typename TI, typename C>
+// (complex_sample), from Y[f * B + s] (Yb = Y + s0), f <= M.  As numpy.fft,
+// the imaginary parts of Y[0] and Y[M] are ignored.
+template <int R, int M, int S, int LOGS, int NT, typename TI, typename C>
 FMV_DEV void first_pass_from_spectrum(const TI* __restrict__ Yb, const C* __restrict__ twl, int ns, int B, C* out) {
     constexpr int nb = M / R, ld = Row<M, S, C>::ld;
 #pragma unroll 1
@@ -455,7 +449,7 @@ FMV_DEV void first_pass_from_spectrum(const TI* __restrict__ Yb, const C* __rest
         const TI* Ys = Yb + it.sl;
         C v[R];
 #pragma unroll
-        for (int r = 0; r < R; ++r) v[r] = valid ? load_value<GLOBAL, C>(Ys + (index_t)(jl + r * nb) * B) : czero<C>();
+        for (int r = 0; r < R; ++r) v[r] = valid ? cload<C>(Ys + (index_t)(jl + r * nb) * B) : czero<C>();
         if (jl == 0) v[0].y = 0;
         if (jl == nb) v[R - 1].y = 0;
         const C wj = FMV_LDG(twl + it.j);  // W^f = W^j W^(r nb): the second factor is the same for all lanes
@@ -590,7 +584,7 @@ template <int M, int S, int LOGS, int NT, typename C, typename TO> struct ToSamp
     }
 };
 
-// Where the staging buffer of rfft_pad and irfft_unpad starts in the dynamic shared memory, in
+// Where rfft_pad's staging buffer starts in the dynamic shared memory, in
 // 16-byte units: after the transform's one or two buffers (IP) of S rows,
 // rounded up so that the 16-byte copies are aligned (the rule that
 // GPUBackend._fused_transform sizes the shared memory by).
@@ -658,13 +652,10 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 10
 // Stages 4-5: y_s[t] = scale * sum_f' Y[f * B + s] exp(2 pi i f t / L), t < M = Nt (Hermitian extension of
 // f = 0..M, TI -> TC arithmetic -> TO).  With `tiled` (K = 1), Y is laid out in tiles of S series instead
 // (fmv::spectrum_index with tile = S): a block's spectra are one contiguous run.
-// STAGED (tiled only): as many blocks as fit at once, each looping over groups of S series; a group's spectra are
-// copied into a staging buffer in shared memory behind the transform's buffers (StagingOffset) while the block
-// transforms the group before it, as rfft_pad's STAGED.
 // In complex128 the register budget is set for 768 threads: shared memory holds three blocks of 256 threads at
 // the big size (two rows of 1008 values for each of two series), and the first pass's butterfly of radix 10
 // with its partner's values needs more than the 64 registers of 1024.
-template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int STAGED, int M, int... Rs>
+template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int M, int... Rs>
 __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 1024, NT>())
     irfft_unpad(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp, const TC* __restrict__ twl,
                 int B, int K, typename fmv::real_of<TC>::type scale, int tiled) {
@@ -676,33 +667,12 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 10
     static_assert(!IP || fmv::InPlace<M, S, NT, Rs...>::value, "in place needs one butterfly per thread and pass");
     TC* buf0 = reinterpret_cast<TC*>(fmv_smem);
     TC* buf1 = IP ? buf0 : buf0 + S * ld;
-    typedef typename Radices::template rest<1, M, S, NT, IP, TC> Later;
-    typedef fmv::ToSamples<M, S, LOGS, NT, TC, TO> Last;
-    if constexpr (STAGED) {
-        TI* stg = reinterpret_cast<TI*>(fmv_smem + fmv::StagingOffset<M, S, IP, TC>::value);
-        const int groups = (B + S - 1) / S;
-        for (int g = blockIdx.x; g < groups + (int)gridDim.x; g += gridDim.x) {
-            // the spectra of group g - gridDim.x are in stg (one tile: stride ns): transform them, then stage g's
-            const int prev = g - (int)gridDim.x, s0 = prev * S, ns = fmv::min_(S, B - s0);
-            if (prev >= 0) {
-                fmv::cp_async_wait<0>();
-                __syncthreads();
-                fmv::first_pass_from_spectrum<Radices::first, M, S, LOGS, NT, false>(stg, twl, ns, ns, buf0);
-                __syncthreads();
-            }
-            if (g < groups)
-                fmv::stage_samples<NT>(stg, Y + fmv::spectrum_index(0, g * S, M + 1, B, S),
-                                       fmv::min_(S, B - g * S) * (M + 1));
-            fmv::cp_async_commit();
-            if (prev >= 0) Later::run(buf0, buf1, twp, Last{y, s0, ns, K, scale});
-        }
-    } else {
-        const int s0 = blockIdx.x * S;
-        const int ns = fmv::min_(S, B - s0);
-        const TI* Yb = Y + fmv::spectrum_index(0, s0, M + 1, B, tiled ? S : 0);  // a tile's stride: its series
-        fmv::first_pass_from_spectrum<Radices::first, M, S, LOGS, NT, true>(Yb, twl, ns, tiled ? ns : B, buf0);
-        Later::run(buf0, buf1, twp, Last{y, s0, ns, K, scale});
-    }
+    const int s0 = blockIdx.x * S;
+    const int ns = fmv::min_(S, B - s0);
+    const TI* Yb = Y + fmv::spectrum_index(0, s0, M + 1, B, tiled ? S : 0);  // a tile's stride: its series
+    fmv::first_pass_from_spectrum<Radices::first, M, S, LOGS, NT>(Yb, twl, ns, tiled ? ns : B, buf0);
+    Radices::template rest<1, M, S, NT, IP, TC>::run(
+        buf0, buf1, twp, fmv::ToSamples<M, S, LOGS, NT, TC, TO>{y, s0, ns, K, scale});
 }
 
 #ifdef FFTMATVEC_INSTANTIATE
@@ -720,12 +690,11 @@ FMV_RFFT(float, double2, double2, 3, 64, 0, 0, 10, 2, 5)
 FMV_RFFT(double, double2, double2, 0, 32, 0, 0, 1)
 FMV_RFFT(double, double2, double2, 1, 256, 1, 0, 1000, 10, 10, 10)
 FMV_RFFT(double, float2, float2, 2, 512, 0, 1, 1000, 10, 10, 10)
-FMV_IRFFT(double2, double2, double, 1, 512, 0, 0, 1000, 10, 10, 10)
-FMV_IRFFT(double2, double2, double, 1, 256, 1, 0, 1000, 10, 10, 10)
-FMV_IRFFT(double2, double2, double, 2, 512, 0, 0, 500, 5, 10, 10)
-FMV_IRFFT(float2, float2, double, 2, 512, 0, 0, 1000, 10, 10, 10)
-FMV_IRFFT(float2, float2, float, 2, 512, 0, 0, 500, 5, 10, 10)
-FMV_IRFFT(float2, double2, double, 0, 32, 0, 0, 21, 3, 7)
-FMV_IRFFT(float2, float2, float, 2, 256, 0, 0, 500, 4, 5, 5, 5)
-FMV_IRFFT(float2, float2, double, 2, 512, 0, 1, 1000, 10, 10, 10)
+FMV_IRFFT(double2, double2, double, 1, 512, 0, 1000, 10, 10, 10)
+FMV_IRFFT(double2, double2, double, 1, 256, 1, 1000, 10, 10, 10)
+FMV_IRFFT(double2, double2, double, 2, 512, 0, 500, 5, 10, 10)
+FMV_IRFFT(float2, float2, double, 2, 512, 0, 1000, 10, 10, 10)
+FMV_IRFFT(float2, float2, float, 2, 512, 0, 500, 5, 10, 10)
+FMV_IRFFT(float2, double2, double, 0, 32, 0, 21, 3, 7)
+FMV_IRFFT(float2, float2, float, 2, 256, 0, 500, 4, 5, 5, 5)
 #endif

@@ -1033,63 +1033,6 @@ def test_fused_transforms_in_place(gpu, nt):
         gpu._fused.clear()
 
 
-def spectra_in_tiles(xh: np.ndarray, S: int) -> np.ndarray:
-    """Spectra ``xh`` (nf, n) laid out in tiles of ``S`` series (``fmv::spectrum_index``): each tile all nf
-    frequencies of its series, frequency-major, the last tile narrower when ``S`` does not divide n."""
-    return np.concatenate([xh[:, s0:s0 + S].ravel() for s0 in range(0, xh.shape[1], S)])
-
-
-@pytest.mark.parametrize("blocks", [1, 3, None])
-@pytest.mark.parametrize("nt,ctype", [(7, np.complex64), (10, np.complex64), (500, np.complex64),
-                                      (1000, np.complex64), (7, np.complex128), (500, np.complex128)],
-                         ids=["7-c64", "10-c64", "500-c64", "1000-c64", "7-c128", "500-c128"])
-def test_irfft_unpad_staged_loop(gpu, monkeypatch, nt, ctype, blocks):
-    """From tiled spectra, irfft_unpad's blocks loop over groups of S series
-    and stage the next group's spectra while they transform the current one:
-    with the grid capped at 1 and 3 blocks (and uncapped), S > 1, a partial
-    last tile, bit for bit what the kernel that does not loop gives
-    (``staged_inverse`` off), and NumPy's inverse to rounding; output poisoned
-    with NaN first.  The staged kernel is the one launched, and only there:
-    not from frequency-major spectra, nor when one wave of blocks holds every
-    group (complex128 at Nt = 1000 takes one series a block: not tiled)."""
-    launched = record_kernel_builds(monkeypatch)
-    monkeypatch.setattr(gpu, "fused_max_blocks", blocks)
-    monkeypatch.setattr(gpu, "sm_count", 1)
-    monkeypatch.setattr(gpu, "_resident_blocks", lambda fn, threads, smem=0: 2)  # uncapped: 2 blocks, 3+ groups
-    gpu._fused.clear()
-
-    def inverse(src, tiled):
-        out = cupy.full((n, nt, 1), np.nan)
-        launched.clear()
-        gpu._fused_transform("irfft_unpad", src, out, np.dtype(ctype), n, 1, nt, 1.0 / (2 * nt), tiled=tiled)
-        return out, [e.split(", ")[6] for e in launched if e.startswith("irfft_unpad")]
-
-    try:
-        rng = np.random.default_rng()
-        n = 203
-        xh = (rng.standard_normal((nt + 1, n)) + 1j * rng.standard_normal((nt + 1, n))).astype(ctype)
-        ref = np.fft.irfft(xh.astype(np.complex128), n=2 * nt, axis=0)[:nt].T
-        S = gpu._fused_config(nt, np.dtype(ctype), n, 1)[0]["irfft_unpad"]
-        assert S > 1 and n % S and n // S >= 3 * (blocks or 1)
-        tiles = cupy.asarray(spectra_in_tiles(xh, S))
-        staged, kinds = inverse(tiles, True)
-        assert kinds == ["1"], launched
-        assert rel_err(staged.get()[:, :, 0], ref) < (1e-5 if ctype == np.complex64 else 1e-13)
-        monkeypatch.setattr(gpu, "staged_inverse", False)
-        plain, kinds = inverse(tiles, True)
-        assert kinds == ["0"], launched
-        cupy.testing.assert_array_equal(staged, plain)
-        monkeypatch.setattr(gpu, "staged_inverse", True)
-        assert inverse(cupy.asarray(xh), False)[1] == ["0"]
-        if blocks is None:  # one wave: the kernel that does not loop
-            monkeypatch.setattr(gpu, "sm_count", n)
-            out, kinds = inverse(tiles, True)
-            assert kinds[-1] == "0", launched
-            cupy.testing.assert_array_equal(out, plain)
-    finally:
-        gpu._fused.clear()
-
-
 @pytest.mark.parametrize("blocks", [1, 3, None])
 @pytest.mark.parametrize("nt", [7, 10, 500, 1000])
 def test_pad_rfft_staged_loop(gpu, monkeypatch, nt, blocks):

@@ -299,16 +299,11 @@ class GPUBackend(Backend):
         then reads one contiguous run at a time
         (:meth:`sbgemv_irfft_unpad`; ``$FFTMATVEC_TILED_SPECTRA=0`` turns it
         off).
-    staged_inverse : bool
-        The inverse transform from tiled spectra over more than one wave of
-        blocks runs as many blocks as fit at once, each copying the next
-        tile of spectra into shared memory while it transforms the current
-        one (``$FFTMATVEC_STAGED_INVERSE=0`` turns it off).
     fused_max_blocks : int or None
-        Most thread blocks of a transform that loops over groups of series
-        (forward from float64 into complex64 with ``K = 1``, inverse from
-        tiled spectra; None: as many as fit on the device at once).  It
-        loops only when there are more groups than blocks.
+        Most thread blocks of a forward transform that loops over groups of
+        series (from float64 into complex64, ``K = 1``; None: as many as fit
+        on the device at once).  It loops only when there are more groups
+        than blocks.
     smem_limit : int
         Dynamic shared memory (bytes) one block may opt in to on this device.
     programmatic_launch : bool
@@ -404,7 +399,6 @@ class GPUBackend(Backend):
         # spectra in 32-byte runs, level (ddssd, 40 MB) or slower (ddddd, 80 MB: past the L2, so not tiled)
         # (benchmarks/results/h200-launch-ab-tiles-stop30.jsonl)
         self.tiled_spectra = os.environ.get("FFTMATVEC_TILED_SPECTRA", "1") != "0"
-        self.staged_inverse = os.environ.get("FFTMATVEC_STAGED_INVERSE", "1") != "0"
         # rfft_pad's spectra the same, so that more of them are in the L2 for the forward product kernel and
         # fewer of their lines go back to memory in the middle of its stream of Fhat: the big dssdd product
         # 973.4-973.7 against 994.7-995.0 us of device time (the kernel 926.6-927.0 against 949.4-949.8 us),
@@ -426,7 +420,7 @@ class GPUBackend(Backend):
                            "c2r": os.environ.get("FFTMATVEC_C2R", "fused")}
         self.fused_smem_target = 64 << 10  # shared memory per block of a fused transform (bytes)
         self.fused_threads: int | None = None  # threads per block of a fused transform (None: by size)
-        self.fused_max_blocks: int | None = None  # blocks of a looping transform (None: all that fit)
+        self.fused_max_blocks: int | None = None  # blocks of a looping forward transform (None: all that fit)
         self._fused: dict[tuple, Any] = {}
         # the one-kernel product of direct_plan: Nt up to this (0: never), one block's DFT work
         # (n_in Nf Nt multiply-adds) and shared memory (bytes) up to these
@@ -1003,14 +997,9 @@ class GPUBackend(Backend):
         # (16-byte aligned: StagingOffset in native/fft.cu) while they transform the current one.  Only when there
         # are more groups than blocks: one wave has nothing to overlap the staging with (the middle size's 1000
         # series: 5.57 us staged against 5.39, benchmarks/results/h200-fft-ab-staged-forward-stop27.jsonl)
-        # irfft_unpad from tiled spectra (a group's spectra are one run) the same way when :attr:`staged_inverse`.
-        if which == "rfft_pad":
-            staged_smem = -(-smem // 16) * 16 + S * M * src.dtype.itemsize
-            staged = K == 1 and 2 * src.dtype.itemsize > np.dtype(ctype).itemsize
-        else:
-            staged_smem = -(-smem // 16) * 16 + S * (M + 1) * src.dtype.itemsize
-            staged = tiled and self.staged_inverse
-        staged = staged and staged_smem <= self.smem_limit
+        staged_smem = -(-smem // 16) * 16 + S * M * src.dtype.itemsize
+        staged = (which == "rfft_pad" and K == 1 and 2 * src.dtype.itemsize > np.dtype(ctype).itemsize
+                  and staged_smem <= self.smem_limit)
         fn = self._fft_kernel(which, src, dst, ctype, S, threads, in_place_of[which], staged, M, radices)
         blocks = groups
         if staged:
@@ -1033,7 +1022,7 @@ class GPUBackend(Backend):
     def _fft_kernel(which: str, src: Array, dst: Array, ctype: np.dtype, S: int, threads: int, in_place: bool,
                     staged: bool, M: int, radices: list[int]):
         """The ``native/fft.cu`` kernel ``which`` for these dtypes and launch set-up."""
-        flags = (int(in_place), int(staged))
+        flags = (int(in_place),) + ((int(staged),) if which == "rfft_pad" else ())
         return kernels.kernel("fft.cu", which, src.dtype, ctype, dst.dtype, S.bit_length() - 1, threads, *flags, M,
                               *radices)
 
