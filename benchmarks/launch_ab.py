@@ -6,8 +6,7 @@ either with settings of the backend's integer attributes appended, e.g.
 ``pdl:2+fwd_lanes=64``, or register targets of its kernels
 (``+reg.PREFIX=N``: the kernels whose name expression starts with
 ``PREFIX``, which holds no comma, built to ``N`` registers, e.g.
-``pdl+reg.sbgemv_adj_flat<float2=32``) or the shared-memory carveout every
-kernel asks for (``+carveout=N``, ``kernels.SMEM_CARVEOUT``), and either with ``@REV``: ``native/sbgemv.cu`` from
+``pdl+reg.sbgemv_adj_flat<float2=32``), and either with ``@REV``: ``native/sbgemv.cu`` from
 git revision ``REV`` (or ``@file:PATH``, from that file; see
 ``ab_sources.py``), launched as the working tree launches it.  For every
 row (the GPU issue's middle-size rows; with ``--big`` the big size's
@@ -55,8 +54,7 @@ def backend(variant: str) -> GPUBackend:
     if kind != "pdl" or not be.programmatic_launch:
         raise SystemExit(f"variant {variant!r}: expected plain, or pdl[:E][+attr=value...] on a device with "
                          f"programmatic launch")
-    settings = ([f"early_loads={early}"] if early else []) + [t for t in settings
-                                                              if not t.startswith(("reg.", "carveout="))]
+    settings = ([f"early_loads={early}"] if early else []) + [t for t in settings if not t.startswith("reg.")]
     for setting in settings:
         attr, _, value = setting.partition("=")
         if not hasattr(be, attr):
@@ -69,12 +67,6 @@ def register_targets(variant: str) -> list[tuple[str, int]]:
     """The ``(prefix, registers)`` pairs of ``variant``'s ``+reg.PREFIX=N`` settings."""
     settings = variant.partition("@")[0].split("+")[1:]
     return [(p[4:], int(n)) for p, _, n in (t.rpartition("=") for t in settings if t.startswith("reg."))]
-
-
-def carveout(variant: str) -> int:
-    """The ``+carveout=N`` setting of ``variant`` (-1: none, the driver's choice)."""
-    settings = variant.partition("@")[0].split("+")[1:]
-    return next((int(t[9:]) for t in settings if t.startswith("carveout=")), -1)
 
 
 def run_row(f: np.ndarray, code: str, adjoint: bool, backends: dict[str, GPUBackend], rounds: int, reps: int,
@@ -143,7 +135,6 @@ def main() -> None:
     def select(variant: str) -> None:
         select_rev(variant.partition("@")[2] or "tree")
         targets["now"] = register_targets(variant)
-        kernels.SMEM_CARVEOUT = carveout(variant)
         active["variant"] = variant
 
     command = "python benchmarks/launch_ab.py " + " ".join(sys.argv[1:])

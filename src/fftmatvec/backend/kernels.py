@@ -132,13 +132,6 @@ REGISTER_TARGETS = {
 }
 
 
-# The split of each multiprocessor's unified L1 and shared memory that every
-# kernel asks for (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: percent
-# of the largest shared-memory configuration; -1 leaves it to the driver).
-SMEM_CARVEOUT = int(os.environ.get("FFTMATVEC_SMEM_CARVEOUT", "-1"))
-_PREFERRED_SHARED_MEMORY_CARVEOUT = 9  # CUfunction_attribute (cuda.h)
-
-
 def compute_capability() -> str:
     """The current device's compute capability, e.g. ``"90"``."""
     import cupy
@@ -147,7 +140,7 @@ def compute_capability() -> str:
 
 
 @functools.cache
-def _module(fname: str, expr: str, registers: int, carveout: int):
+def _module(fname: str, expr: str, registers: int):
     import cupy
 
     opts = options()
@@ -165,7 +158,7 @@ def kernel(fname: str, name: str, *targs):
     and per device (CuPy's RawModule cache).
     """
     expr = name_expression(name, *targs)
-    return _get(fname, expr, REGISTER_TARGETS.get(expr, 0), SMEM_CARVEOUT)
+    return _get(fname, expr, REGISTER_TARGETS.get(expr, 0))
 
 
 def name_expression(name: str, *targs) -> str:
@@ -175,13 +168,8 @@ def name_expression(name: str, *targs) -> str:
 
 
 @functools.cache
-def _get(fname: str, expr: str, registers: int, carveout: int):
-    fn = _module(fname, expr, registers, carveout).get_function(expr)  # a module per carveout: its own CUfunction
-    if carveout >= 0 and not is_hip():
-        import cupy
-
-        cupy.cuda.driver.funcSetAttribute(int(fn.kernel.ptr), _PREFERRED_SHARED_MEMORY_CARVEOUT, carveout)
-    return fn
+def _get(fname: str, expr: str, registers: int):
+    return _module(fname, expr, registers).get_function(expr)
 
 
 def warmup(names: "list[tuple]") -> None:
