@@ -153,6 +153,7 @@ template <> struct Storer<2> {
 template <typename To, typename From> FMV_DEV To cload(const From* p) { return ccast<To>(FMV_LDG(p)); }
 
 template <typename T> FMV_DEV T min_(T a, T b) { return a < b ? a : b; }
+template <typename T> FMV_DEV T max_(T a, T b) { return a < b ? b : a; }
 
 // Where value (f, s) of a spectrum of n series and nf frequencies lies (one right-hand side): frequency-major,
 // f * n + s, or with tile > 0 in tiles of `tile` consecutive series, each all nf frequencies of its series in one

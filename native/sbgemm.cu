@@ -732,6 +732,116 @@ sbgemm_adj_tc(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict
             }
     }
 }
+
+// ---------------------------------------------------------------------------
+// sbgemm_adj_tc with A staged through shared memory: chunks of BI = 8 KS rows
+// of a tile of BJ = 16 W columns go in by cp.async, NS chunks deep, so that a
+// block keeps NS - 1 chunks of A in flight without holding them in registers
+// (sbgemm_adj_tc's warps keep one k-step of loads in flight each and wait for
+// them most of the time, h200-ncu-sbgemm-adj-c128-stop20.txt).  A block walks
+// the tiles of its column split in order, and each tile's chunks down its rows,
+// as one stream of chunks, so the copies run on across tiles.  Warp w takes
+// columns 16 w .. 16 w + 15 of each tile, as in sbgemm_adj_tc, and stores its
+// sums after the tile's last chunk.  A thread copies VA elements at a time
+// (8 or 16 bytes; VA = 2 needs nm and cw even); rows past nd and columns past
+// the split's end are zero-filled (a tile of nd = 0 rows is one zero chunk).
+// Launch: blockDim.x = 32 W, gridDim.x = nf * S, gridDim.y = ceil(K / KB),
+// dynamic shared memory (C BI XS + NS BI AS) sizeof(TA) bytes with C =
+// max(1, ceil(nd / BI)) chunks a tile, XS as in sbgemm_adj_tc and AS = BJ
+// (complex128) or BJ + 8 (complex64: the four rows of a fragment load then
+// fall in the two halves of the banks).
+// ---------------------------------------------------------------------------
+template <typename TA, typename TX, int KB, int W, int KS, int NS, int VA, int MINB>
+__global__ void __launch_bounds__(32 * W, MINB)
+sbgemm_adj_staged(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm,
+                  int K, int S, int cw) {
+    fmv::let_next_grid_start();
+    fmv::wait_for_prior_grids();
+    typedef typename fmv::real_of<TA>::type R;
+    typedef fmv::TensorProduct<TA> Product;
+    constexpr int NH = KB / 8;  // tiles of 8 output columns per half (Re, Im)
+    constexpr int XS = KB + (sizeof(TA) == 16 ? 2 : 4);
+    constexpr int BJ = 16 * W, BI = 8 * KS;
+    constexpr int AS = BJ + (sizeof(TA) == 16 ? 0 : 8);
+    constexpr int CPR = BJ / VA;         // copies per row of a chunk
+    constexpr int RP = 32 * W / CPR;     // rows copied at a time by the block
+    constexpr int FOLD = 16;
+    static_assert((KB == 8 || KB == 16) && NS >= 2 && (VA == 1 || VA == 2) && BI % RP == 0, "tile");
+    extern __shared__ double2 fmv_smem[];  // 16-byte aligned
+    const int C = fmv::max_(1, (nd + BI - 1) / BI);
+    TA* xs = reinterpret_cast<TA*>(fmv_smem);  // [C BI][XS], rows past nd zero
+    TA* as = xs + C * BI * XS;                 // [NS][BI][AS]
+
+    const int split = blockIdx.x % S, f = blockIdx.x / S;
+    const int k0 = blockIdx.y * KB, kn = fmv::min_(KB, K - k0);
+    const TX* xf = X + (index_t)f * nd * K + k0;
+    for (int e = threadIdx.x; e < C * BI * KB; e += blockDim.x) {
+        const int i = e / KB, k = e % KB;
+        xs[i * XS + k] = i < nd && k < kn ? fmv::cload<TA>(xf + (index_t)i * K + k) : fmv::czero<TA>();
+    }
+
+    const int jbeg = split * cw, jend = fmv::min_(nm, jbeg + cw);
+    const int ntiles = jend > jbeg ? (jend - jbeg + BJ - 1) / BJ : 0;
+    const TA* af = A + (index_t)f * nd * nm;
+    const int acol = threadIdx.x % CPR * VA, arow = threadIdx.x / CPR;
+    const index_t astep = (index_t)RP * nm;
+    // chunk c: rows (c % C) BI .. + BI - 1 of tile c / C into stage c % NS
+    auto issue = [&](int c) {
+        const int i = (c % C) * BI + arow, j = jbeg + c / C * BJ + acol;
+        const bool colok = j < jend;
+        const TA* src = af + (index_t)i * nm + j;
+        TA* dst = as + (c % NS) * BI * AS + arow * AS + acol;
+#pragma unroll
+        for (int r = 0; r < BI / RP; ++r, src += astep, dst += RP * AS) {
+            const bool ok = colok && i + r * RP < nd;
+            fmv::cp_async<VA * (int)sizeof(TA)>(dst, ok ? src : af, ok);
+        }
+    };
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int steps = (nd + 7) / 8;
+    TA* yf = Y + (index_t)f * nm * K + k0;
+    fmv::Sums3M<R, NH> acc;
+    fmv::for_each_staged_chunk<NS>(ntiles * C, issue, [&](int c) {
+        const int rc = c % C;
+        // this lane's values of A at k-step q of the chunk, fragment element e: row 8 q + t (+4 for e >= 2),
+        // column 16 warp + g (+8 for odd e) of the tile
+        const TA* ab = as + (c % NS) * BI * AS + t * AS + 16 * warp + g;
+#pragma unroll
+        for (int q = 0; q < KS; ++q) {
+            const int s = rc * KS + q;
+            if (s < steps) {
+                TA a[4];
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const TA v = ab[(8 * q + 4 * (e >> 1)) * AS + 8 * (e & 1)];
+                    a[e] = fmv::cmake<TA>(v.x, -v.y);
+                }
+                const typename Product::AFragments frag = Product::a_fragments(a);
+                const TA* xb = xs + (8 * s + t) * XS + g;
+#pragma unroll
+                for (int h = 0; h < NH; ++h)
+                    Product::products(acc.terms[h], acc.terms[NH + h], acc.terms[2 * NH + h], frag, xb[8 * h],
+                                      xb[4 * XS + 8 * h]);
+                if (Product::fold && (s + 1) % FOLD == 0) acc.add_terms();
+            }
+        }
+        if (rc == C - 1) {  // the tile's last chunk: store its sums, start the next tile's from zero
+            acc.add_terms();
+            const int jt = jbeg + c / C * BJ + 16 * warp;
+#pragma unroll
+            for (int h = 0; h < NH; ++h)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {  // fragment element e: row g (+8 for e >= 2), column 2t + (e & 1)
+                    const int j = jt + g + 8 * (e >> 1), k = 8 * h + 2 * t + (e & 1);
+                    if (j < jend && k < kn)
+                        yf[(index_t)j * K + k] = fmv::cmake<TA>(acc.sum[h][e], acc.sum[NH + h][e]);
+                }
+            acc = fmv::Sums3M<R, NH>();
+        }
+    });
+}
 #endif  // !FMV_HIP
 
 #ifdef FFTMATVEC_INSTANTIATE
@@ -772,5 +882,12 @@ FMV_ADJ_TC(double2, double2, 16, 8, 1, 2)
 FMV_ADJ_TC(double2, float2, 8, 8, 1, 2)
 FMV_ADJ_TC(float2, float2, 16, 8, 1, 2)
 FMV_ADJ_TC(float2, double2, 8, 4, 2, 2)
+#define FMV_ADJ_ST(TA, TX, KB, W, KS, NS, VA, MINB)                                                           \
+    template __global__ void sbgemm_adj_staged<TA, TX, KB, W, KS, NS, VA, MINB>(const TA*, const TX*, TA*, int, int, \
+                                                                                int, int, int, int);
+FMV_ADJ_ST(double2, double2, 16, 8, 2, 4, 1, 1)
+FMV_ADJ_ST(double2, float2, 8, 4, 4, 3, 1, 1)
+FMV_ADJ_ST(float2, float2, 16, 8, 2, 4, 2, 1)
+FMV_ADJ_ST(float2, double2, 8, 8, 2, 4, 1, 2)
 #endif
 #endif

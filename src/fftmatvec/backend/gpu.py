@@ -271,8 +271,13 @@ class GPUBackend(Backend):
         cores, as ``sbgemm_tc``), which takes adjoint products with
         :attr:`adj_tensor_min_k` to 16 right-hand sides before cuBLAS when set
         and the tensor cores for the dtype are there.
+    adj_staged : dict[numpy.dtype, tuple or None]
+        Tile ``(W, KS, NS, MINB)`` of ``sbgemm_adj_staged`` (``sbgemm_adj_tc``
+        with ``Fhat`` staged through shared memory), which takes the products
+        of ``sbgemm_adj_tc`` when set.
     adj_tensor_min_k : dict[numpy.dtype, int]
-        Fewest right-hand sides of an adjoint product for ``sbgemm_adj_tc``.
+        Fewest right-hand sides of an adjoint product for ``sbgemm_adj_tc``
+        (or ``sbgemm_adj_staged``).
     tensor_cores : bool
         The device runs TF32 ``mma.sync`` (CUDA, compute capability 8.0 or higher).
     tensor_cores_f64 : bool
@@ -380,6 +385,7 @@ class GPUBackend(Backend):
         # K = 5-8 does, 1.29x against 1.99x for the one-column kernels in complex128, in complex64 1.59
         # against 1.64x, within run-to-run noise, so complex64 keeps the one-column kernels up to K = 8)
         self.adj_tensor: dict[np.dtype, tuple | None] = {c64: (8, 1, 2), c128: (8, 1, 2)}
+        self.adj_staged: dict[np.dtype, tuple | None] = {c64: None, c128: None}
         self.adj_tensor_min_k = {c64: 9, c128: 5}
         self.real_gemm = {np.dtype(np.complex64): False, np.dtype(np.complex128): False}
         self.fwd_splits: int | None = None  # column splits of the forward kernel (None: automatic)
@@ -1398,9 +1404,12 @@ class GPUBackend(Backend):
         nf, nd, nm = Fhat.shape
         K = x_hat.shape[2]
         ta = np.dtype(Fhat.dtype)
-        key = ("gemm-adj", nf, nd, nm, K, ta, x_hat.dtype, self.adj_tensor.get(ta), self.gemm_splits)
+        key = ("gemm-adj", nf, nd, nm, K, ta, x_hat.dtype, self.adj_tensor.get(ta), self.adj_staged.get(ta),
+               self.gemm_splits)
         if key not in self._launch:
-            self._launch[key] = self._adj_tensor_config(nf, nd, nm, K, ta, np.dtype(x_hat.dtype))
+            tx = np.dtype(x_hat.dtype)
+            self._launch[key] = (self._adj_staged_config(nf, nd, nm, K, ta, tx)
+                                 or self._adj_tensor_config(nf, nd, nm, K, ta, tx))
         cfg = self._launch[key]
         if cfg is None:
             return False
@@ -1425,6 +1434,30 @@ class GPUBackend(Backend):
         _allow_shared_memory(fn, smem)
         S = self._gemm_splits(fn, nf, 32 * W, nm, 16 * W, smem)
         cw = -(-nm // (16 * S)) * 16  # whole tiles of 16 columns
+        tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw))
+        return fn, (nf * S, -(-K // KB)), (32 * W,), smem, tail
+
+    def _adj_staged_config(self, nf, nd, nm, K, ta, tx) -> tuple | None:
+        """Launch of ``sbgemm_adj_staged``: tile ``(W, KS, NS, MINB)`` of
+        :attr:`adj_staged` (W warps a block, tiles of 16 W columns, chunks of
+        8 KS rows, NS of them staged, registers capped for MINB blocks a
+        multiprocessor), 8 or 16 right-hand sides a block, column splits in
+        whole tiles; None where it does not apply."""
+        tile = self.adj_staged.get(ta)
+        if tile is None or not self.tensor_cores_for(ta):
+            return None
+        W, KS, NS, MINB = tile
+        KB = 8 if K <= 8 else 16
+        BI, BJ = 8 * KS, 16 * W
+        VA = 2 if ta == np.complex64 and nm % 2 == 0 else 1  # 16-byte copies of complex64 pairs
+        AS = BJ + (8 if ta == np.complex64 else 0)
+        smem = (max(1, -(-nd // BI)) * BI * tc_x_stride(ta, KB) + NS * BI * AS) * ta.itemsize
+        if smem > self.smem_limit:
+            return None
+        fn = kernels.kernel("sbgemm.cu", "sbgemm_adj_staged", ta, tx, KB, W, KS, NS, VA, MINB)
+        _allow_shared_memory(fn, smem)
+        S = self._gemm_splits(fn, nf, 32 * W, nm, BJ, smem)
+        cw = -(-nm // (BJ * S)) * BJ
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw))
         return fn, (nf * S, -(-K // KB)), (32 * W,), smem, tail
 
