@@ -497,7 +497,7 @@ def main(argv=None) -> int:
         saved = dict(be.blas_min_k), dict(be.gemm_min_k), dict(be.adj_tensor_min_k)
         for ta in (C64, C128):
             A = eng.Fhat[ta]
-            for K in (2, 3, 4, 8, 12, 16, 32):
+            for K in (2, 3, 4, 5, 6, 8, 12, 16, 32):
                 x = rand_c((Nf, Nm, K), ta)
                 y = cp.empty((Nf, Nd, K), ta)
                 d = rand_c((Nf, Nd, K), ta)
@@ -589,13 +589,11 @@ def main(argv=None) -> int:
         be._launch.clear()
 
     def part_adj_variants():
-        """sbgemm_adj_tc's tiles (W, U, MINB) and sbgemm_adj_staged's (W, KS, NS, MINB) at K = 8 and 16, big
-        size, each checked against cuBLAS's adjoint product and timed beside it."""
+        """sbgemm_adj_tc's tiles (W, KS, NS, MINB) at K = 8 and 16, big size, each checked against cuBLAS's
+        adjoint product and timed beside it."""
         eng = get_big()
-        saved = dict(be.adj_tensor), dict(be.adj_staged), dict(be.adj_tensor_min_k), dict(be.blas_min_k)
-        tiles = [("tc", (8, 1, 2))]
-        staged = {C128: [(8, 2, 4, 1), (8, 2, 3, 1), (8, 1, 6, 1), (4, 2, 4, 2), (4, 1, 6, 2), (2, 2, 4, 3)],
-                  C64: [(8, 2, 4, 2), (8, 2, 3, 2), (8, 4, 3, 1), (4, 2, 4, 2), (4, 2, 6, 2)]}
+        saved = dict(be.adj_tensor), dict(be.adj_tensor_min_k), dict(be.blas_min_k)
+        tiles = {C128: [(4, 2, 3, 2), (4, 2, 4, 2), (4, 2, 2, 3)], C64: [(4, 4, 3, 2), (4, 2, 4, 2), (4, 4, 4, 2)]}
         for ta in (C64, C128):
             if str(ta) not in args.gemm_dtypes.split(","):
                 continue
@@ -609,17 +607,17 @@ def main(argv=None) -> int:
                      floor_ratio=t / (A.nbytes / bw))
                 ref = m.copy()
                 be.adj_tensor_min_k[ta] = 1
-                for kind, tile in tiles + [("staged", tile) for tile in staged[ta]]:
-                    be.adj_tensor[ta], be.adj_staged[ta] = (tile, None) if kind == "tc" else (saved[0][ta], tile)
+                for tile in tiles[ta]:
+                    be.adj_tensor[ta] = tile
                     be._launch.clear()
                     m[...] = 0
                     t = timeit(lambda: be.sbgemv(A, d, m, adjoint=True), reps=5)
                     fn, grid, block, smem, tail = next(v for k, v in be._launch.items() if k[0] == "gemm-adj")
-                    emit(what="gemm_variant", ta=str(ta), K=K, kind=f"adj-{kind}", kernel=fn.name, tile=tile,
+                    emit(what="gemm_variant", ta=str(ta), K=K, kind="adj-tensor", kernel="sbgemm_adj_tc", tile=tile,
                          S=None, S_used=int(tail[4]), regs=int(fn.num_regs), local_bytes=int(fn.local_size_bytes),
                          grid=grid, block=block, smem=smem, time_s=t, floor_ratio=t / (A.nbytes / bw),
                          rel_vs_cublas=float(cp.linalg.norm(m - ref) / cp.linalg.norm(ref)))
-        be.adj_tensor, be.adj_staged, be.adj_tensor_min_k, be.blas_min_k = saved
+        be.adj_tensor, be.adj_tensor_min_k, be.blas_min_k = saved
         be._launch.clear()
 
     def engine_runs(eng, codes, K, label, naive=True, stages=True):

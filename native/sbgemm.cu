@@ -644,116 +644,33 @@ sbgemm_tc(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y
 //   Y[f, j, k] = sum_i conj(A[f, i, j]) X[f, i, k]     A : (nf, nd, nm) complex TA, C-contiguous
 //   X : (nf, nd, K) complex TX (cast to TA),  Y : (nf, nm, K) complex TA
 // in the 3M form of sbgemm_tc (TensorProduct, A's fragments made from conj(A)).
-// An m16n8k8 tile's 16 rows are 16 columns j of A and its depth 8 rows i, so
-// a warp takes a tile of 16 columns of its frequency, all KB right-hand sides,
-// and goes down all nd rows.  Each element of A feeds only that warp, so A
-// goes from global memory straight into the fragments (a load of the lanes
-// with one t reads 8 consecutive columns of a row; 4 rows a load), with the
-// loads of the next U k-steps in flight; X[f]'s KB right-hand sides are staged once
-// per block in shared memory, rows past nd zero.  Float32 tensor sums restart
-// every FOLD k-steps (TensorProduct::fold).
+// An m16n8k8 tile's 16 rows are 16 columns j of A and its depth 8 rows i.
 // Block (f, column split): blockIdx.x = f S + split, columns split cw .. min(nm,
-// (split + 1) cw) - 1, taken 16 at a time by the W warps in turn; blockIdx.y
-// the chunk of KB right-hand sides.
-// Launch: blockDim.x = 32 W, gridDim.x = nf * S, gridDim.y = ceil(K / KB),
-// dynamic shared memory 8 ceil(nd / 8) XS sizeof(TA) bytes, XS = KB + 4
-// (complex64) or KB + 2 (complex128).
-// ---------------------------------------------------------------------------
-template <typename TA, typename TX, int KB, int W, int U, int MINB>
-__global__ void __launch_bounds__(32 * W, MINB)
-sbgemm_adj_tc(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm, int K,
-              int S, int cw) {
-    fmv::let_next_grid_start();
-    fmv::wait_for_prior_grids();
-    typedef typename fmv::real_of<TA>::type R;
-    typedef fmv::TensorProduct<TA> Product;
-    constexpr int NH = KB / 8;  // tiles of 8 output columns per half (Re, Im)
-    constexpr int XS = KB + (sizeof(TA) == 16 ? 2 : 4);
-    constexpr int FOLD = 16;
-    static_assert(KB == 8 || KB == 16, "tile");
-    extern __shared__ double2 fmv_smem[];  // 16-byte aligned
-    TA* xs = reinterpret_cast<TA*>(fmv_smem);  // [8 steps][XS]
-
-    const int split = blockIdx.x % S, f = blockIdx.x / S;
-    const int k0 = blockIdx.y * KB, kn = fmv::min_(KB, K - k0);
-    const int steps = (nd + 7) / 8;
-    const TX* xf = X + (index_t)f * nd * K + k0;
-    for (int e = threadIdx.x; e < 8 * steps * KB; e += blockDim.x) {
-        const int i = e / KB, k = e % KB;
-        xs[i * XS + k] = i < nd && k < kn ? fmv::cload<TA>(xf + (index_t)i * K + k) : fmv::czero<TA>();
-    }
-    __syncthreads();
-
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int g = lane >> 2, t = lane & 3;
-    const int jend = fmv::min_(nm, (split + 1) * cw);
-    const TA* af = A + (index_t)f * nd * nm;
-    TA* yf = Y + (index_t)f * nm * K + k0;
-    for (int j0 = split * cw + 16 * warp; j0 < jend; j0 += 16 * W) {
-        // this lane's values of A at k-step s, fragment element e: row i = 8 s + t (+4 for e >= 2), column
-        // j0 + g (+8 for odd e); zero past the last row and column
-        auto load = [&](int s, TA (&a)[4]) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int i = 8 * s + t + 4 * (e >> 1), j = j0 + g + 8 * (e & 1);
-                a[e] = i < nd && j < jend ? FMV_LDCS(af + (index_t)i * nm + j) : fmv::czero<TA>();
-            }
-        };
-        fmv::Sums3M<R, NH> acc;
-        TA ahead[U][4];  // k-steps s .. s + U - 1: k-step s + q in ahead[q]
-#pragma unroll
-        for (int q = 0; q < U; ++q)
-            if (q < steps) load(q, ahead[q]);
-        for (int s0 = 0; s0 < steps; s0 += U) {
-#pragma unroll
-            for (int q = 0; q < U; ++q) {
-                const int s = s0 + q;
-                if (s >= steps) break;
-                TA a[4];
-#pragma unroll
-                for (int e = 0; e < 4; ++e) a[e] = fmv::cmake<TA>(ahead[q][e].x, -ahead[q][e].y);
-                if (s + U < steps) load(s + U, ahead[q]);
-                const typename Product::AFragments frag = Product::a_fragments(a);
-                const TA* xb = xs + (8 * s + t) * XS + g;
-#pragma unroll
-                for (int h = 0; h < NH; ++h)
-                    Product::products(acc.terms[h], acc.terms[NH + h], acc.terms[2 * NH + h], frag, xb[8 * h],
-                                      xb[4 * XS + 8 * h]);
-                if (Product::fold && (s + 1) % FOLD == 0) acc.add_terms();
-            }
-        }
-        acc.add_terms();
-#pragma unroll
-        for (int h = 0; h < NH; ++h)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {  // fragment element e: row g (+8 for e >= 2), column 2t + (e & 1)
-                const int j = j0 + g + 8 * (e >> 1), k = 8 * h + 2 * t + (e & 1);
-                if (j < jend && k < kn) yf[(index_t)j * K + k] = fmv::cmake<TA>(acc.sum[h][e], acc.sum[NH + h][e]);
-            }
-    }
-}
-
-// ---------------------------------------------------------------------------
-// sbgemm_adj_tc with A staged through shared memory: chunks of BI = 8 KS rows
-// of a tile of BJ = 16 W columns go in by cp.async, NS chunks deep, so that a
-// block keeps NS - 1 chunks of A in flight without holding them in registers
-// (sbgemm_adj_tc's warps keep one k-step of loads in flight each and wait for
-// them most of the time, h200-ncu-sbgemm-adj-c128-stop20.txt).  A block walks
-// the tiles of its column split in order, and each tile's chunks down its rows,
-// as one stream of chunks, so the copies run on across tiles.  Warp w takes
-// columns 16 w .. 16 w + 15 of each tile, as in sbgemm_adj_tc, and stores its
-// sums after the tile's last chunk.  A thread copies VA elements at a time
-// (8 or 16 bytes; VA = 2 needs nm and cw even); rows past nd and columns past
-// the split's end are zero-filled (a tile of nd = 0 rows is one zero chunk).
+// (split + 1) cw) - 1 in tiles of BJ = 16 W columns; blockIdx.y the chunk of KB
+// right-hand sides.  X[f]'s KB right-hand sides are staged once in shared
+// memory, rows past nd zero.  A tile of A goes into shared memory in chunks of
+// BI = 8 KS rows by cp.async, NS chunks deep, so that the block keeps NS - 1
+// chunks in flight without holding them in registers; the block walks its
+// tiles in order, and each tile's chunks down its rows, as one stream of
+// chunks, so the copies run on across tiles.  Warp w takes columns 16 w .. 16 w
+// + 15 of each tile and stores their sums after the tile's last chunk.  (Loads
+// of A straight into the fragments, one k-step ahead, kept the warps waiting
+// on them: 1.42x the floor in complex128 and 2.15x in complex64 at K = 16,
+// 1.31x and 1.71x at K = 8, h200-probe-adjvar-staged-stop33.jsonl; staged,
+// 1.30, 1.55-1.63, 1.09 and 1.21x, h200-probe-adjvar-tiles-stop33.jsonl.)  Float32 tensor
+// sums restart every FOLD k-steps (TensorProduct::fold).  A thread copies VA
+// elements at a time (8 or 16 bytes; VA = 2 needs nm and cw even); rows past
+// nd and columns past the split's end are zero-filled (a tile of nd = 0 rows
+// is one zero chunk).
 // Launch: blockDim.x = 32 W, gridDim.x = nf * S, gridDim.y = ceil(K / KB),
 // dynamic shared memory (C BI XS + NS BI AS) sizeof(TA) bytes with C =
-// max(1, ceil(nd / BI)) chunks a tile, XS as in sbgemm_adj_tc and AS = BJ
-// (complex128) or BJ + 8 (complex64: the four rows of a fragment load then
-// fall in the two halves of the banks).
+// max(1, ceil(nd / BI)) chunks a tile, XS = KB + 4 (complex64) or KB + 2
+// (complex128), AS = BJ (complex128) or BJ + 8 (complex64: the four rows of a
+// fragment load then fall in the two halves of the banks).
 // ---------------------------------------------------------------------------
 template <typename TA, typename TX, int KB, int W, int KS, int NS, int VA, int MINB>
 __global__ void __launch_bounds__(32 * W, MINB)
-sbgemm_adj_staged(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm,
+sbgemm_adj_tc(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm,
                   int K, int S, int cw) {
     fmv::let_next_grid_start();
     fmv::wait_for_prior_grids();
@@ -875,19 +792,12 @@ FMV_TC(float2, 8, 32, 3, 4, 2, 2, 256, 2)
 FMV_TC(float2, 8, 16, 4, 1, 2, 1, 256, 3)
 FMV_TC(double2, 16, 16, 3, 1, 1, 1, 256, 2)
 FMV_TC(double2, 8, 16, 3, 2, 1, 1, 512, 1)
-#define FMV_ADJ_TC(TA, TX, KB, W, U, MINB)                                                                      \
-    template __global__ void sbgemm_adj_tc<TA, TX, KB, W, U, MINB>(const TA*, const TX*, TA*, int, int, int, int, int, \
-                                                                    int);
-FMV_ADJ_TC(double2, double2, 16, 8, 1, 2)
-FMV_ADJ_TC(double2, float2, 8, 8, 1, 2)
-FMV_ADJ_TC(float2, float2, 16, 8, 1, 2)
-FMV_ADJ_TC(float2, double2, 8, 4, 2, 2)
-#define FMV_ADJ_ST(TA, TX, KB, W, KS, NS, VA, MINB)                                                           \
-    template __global__ void sbgemm_adj_staged<TA, TX, KB, W, KS, NS, VA, MINB>(const TA*, const TX*, TA*, int, int, \
-                                                                                int, int, int, int);
-FMV_ADJ_ST(double2, double2, 16, 8, 2, 4, 1, 1)
-FMV_ADJ_ST(double2, float2, 8, 4, 4, 3, 1, 1)
-FMV_ADJ_ST(float2, float2, 16, 8, 2, 4, 2, 1)
-FMV_ADJ_ST(float2, double2, 8, 8, 2, 4, 1, 2)
+#define FMV_ADJ_TC(TA, TX, KB, W, KS, NS, VA, MINB)                                                          \
+    template __global__ void sbgemm_adj_tc<TA, TX, KB, W, KS, NS, VA, MINB>(const TA*, const TX*, TA*, int, int, int, \
+                                                                            int, int, int);
+FMV_ADJ_TC(double2, double2, 16, 4, 2, 3, 1, 2)
+FMV_ADJ_TC(double2, float2, 8, 4, 2, 3, 1, 2)
+FMV_ADJ_TC(float2, float2, 16, 4, 4, 3, 2, 2)
+FMV_ADJ_TC(float2, double2, 8, 4, 4, 3, 1, 2)
 #endif
 #endif

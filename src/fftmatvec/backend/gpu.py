@@ -267,17 +267,12 @@ class GPUBackend(Backend):
         and ``sbgemm_fwd`` when set and :attr:`tensor_cores` (complex64) or
         :attr:`tensor_cores_f64` (complex128) is true.
     adj_tensor : dict[numpy.dtype, tuple or None]
-        Tile ``(W, U, MINB)`` of ``sbgemm_adj_tc`` (the adjoint on the tensor
-        cores, as ``sbgemm_tc``), which takes adjoint products with
+        Tile ``(W, KS, NS, MINB)`` of ``sbgemm_adj_tc`` (the adjoint on the
+        tensor cores, as ``sbgemm_tc``), which takes adjoint products with
         :attr:`adj_tensor_min_k` to 16 right-hand sides before cuBLAS when set
         and the tensor cores for the dtype are there.
-    adj_staged : dict[numpy.dtype, tuple or None]
-        Tile ``(W, KS, NS, MINB)`` of ``sbgemm_adj_staged`` (``sbgemm_adj_tc``
-        with ``Fhat`` staged through shared memory), which takes the products
-        of ``sbgemm_adj_tc`` when set.
     adj_tensor_min_k : dict[numpy.dtype, int]
-        Fewest right-hand sides of an adjoint product for ``sbgemm_adj_tc``
-        (or ``sbgemm_adj_staged``).
+        Fewest right-hand sides of an adjoint product for ``sbgemm_adj_tc``.
     tensor_cores : bool
         The device runs TF32 ``mma.sync`` (CUDA, compute capability 8.0 or higher).
     tensor_cores_f64 : bool
@@ -379,14 +374,13 @@ class GPUBackend(Backend):
         # against 1.25-1.27x for two blocks with chunks of 16 and 1.34-1.36x for one; more stages were slower)
         self.gemm_tensor: dict[np.dtype, tuple | None] = {c64: (32, 3, 2), c128: (32, 3, 1)}
         # sbgemm_adj_tc (the adjoint on the tensor cores) for adj_tensor_min_k <= K <= 16, before cuBLAS and
-        # the one-column kernels: (W, U, MINB) (benchmarks/results/h200-probe-adjvar-stop20.jsonl: loads of one
-        # k-step ahead were fastest, 1.40x the floor in complex128 and 2.04x in complex64 at K = 16, against
-        # cuBLAS's 1.59 and 3.21x; h200-probe-kgemm-stop20.jsonl: at K = 8, which costs both kernels what
-        # K = 5-8 does, 1.29x against 1.99x for the one-column kernels in complex128, in complex64 1.59
-        # against 1.64x, within run-to-run noise, so complex64 keeps the one-column kernels up to K = 8)
-        self.adj_tensor: dict[np.dtype, tuple | None] = {c64: (8, 1, 2), c128: (8, 1, 2)}
-        self.adj_staged: dict[np.dtype, tuple | None] = {c64: None, c128: None}
-        self.adj_tensor_min_k = {c64: 9, c128: 5}
+        # the one-column kernels: (W, KS, NS, MINB) (benchmarks/results/h200-probe-adjvar-tiles-stop33.jsonl, two
+        # runs: 1.30-1.31x the floor in complex128 and 1.55-1.63x in complex64 at K = 16, 1.09-1.10 and 1.21x
+        # at K = 8, against cuBLAS's 1.59-1.60 and 3.08-3.15x; h200-probe-adjtc-stop33.jsonl, kgemm part: from
+        # K = 5, which costs it what K = 8 does, it is faster than the one-column kernels, 1.11 against 1.87x
+        # in complex128 and 1.40 against 1.70x in complex64; at K = 2-4 the two are within 3%)
+        self.adj_tensor: dict[np.dtype, tuple | None] = {c64: (4, 4, 3, 2), c128: (4, 2, 3, 2)}
+        self.adj_tensor_min_k = {c64: 5, c128: 5}
         self.real_gemm = {np.dtype(np.complex64): False, np.dtype(np.complex128): False}
         self.fwd_splits: int | None = None  # column splits of the forward kernel (None: automatic)
         # threads that share a row group of the forward kernel (None: automatic)
@@ -1399,17 +1393,13 @@ class GPUBackend(Backend):
     def _sbgemm_adj_native(self, Fhat: Array, x_hat: Array, out: Array) -> bool:
         """Adjoint product with several right-hand sides through ``sbgemm_adj_tc``
         (on the tensor cores); False, with nothing done, where that does not
-        apply: no :attr:`adj_tensor` tile or tensor cores for the dtype, or
-        ``X[f]`` (``nd`` rows) does not fit in shared memory."""
+        apply (:meth:`_adj_tensor_config`)."""
         nf, nd, nm = Fhat.shape
         K = x_hat.shape[2]
         ta = np.dtype(Fhat.dtype)
-        key = ("gemm-adj", nf, nd, nm, K, ta, x_hat.dtype, self.adj_tensor.get(ta), self.adj_staged.get(ta),
-               self.gemm_splits)
+        key = ("gemm-adj", nf, nd, nm, K, ta, x_hat.dtype, self.adj_tensor.get(ta), self.gemm_splits)
         if key not in self._launch:
-            tx = np.dtype(x_hat.dtype)
-            self._launch[key] = (self._adj_staged_config(nf, nd, nm, K, ta, tx)
-                                 or self._adj_tensor_config(nf, nd, nm, K, ta, tx))
+            self._launch[key] = self._adj_tensor_config(nf, nd, nm, K, ta, np.dtype(x_hat.dtype))
         cfg = self._launch[key]
         if cfg is None:
             return False
@@ -1418,32 +1408,13 @@ class GPUBackend(Backend):
         return True
 
     def _adj_tensor_config(self, nf, nd, nm, K, ta, tx) -> tuple | None:
-        """Launch of ``sbgemm_adj_tc``: tile ``(W, U, MINB)`` of :attr:`adj_tensor`
-        (W warps a block, U k-steps of loads ahead, registers capped for MINB
-        blocks a multiprocessor), 8 or 16 right-hand sides a block, column
-        splits as the forward kernels'; None where it does not apply."""
-        tile = self.adj_tensor.get(ta)
-        if tile is None or not self.tensor_cores_for(ta):
-            return None
-        W, U, MINB = tile
-        KB = 8 if K <= 8 else 16
-        smem = 8 * -(-nd // 8) * tc_x_stride(ta, KB) * ta.itemsize  # X[f], rows padded to 8
-        if smem > self.smem_limit:
-            return None
-        fn = kernels.kernel("sbgemm.cu", "sbgemm_adj_tc", ta, tx, KB, W, U, MINB)
-        _allow_shared_memory(fn, smem)
-        S = self._gemm_splits(fn, nf, 32 * W, nm, 16 * W, smem)
-        cw = -(-nm // (16 * S)) * 16  # whole tiles of 16 columns
-        tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw))
-        return fn, (nf * S, -(-K // KB)), (32 * W,), smem, tail
-
-    def _adj_staged_config(self, nf, nd, nm, K, ta, tx) -> tuple | None:
-        """Launch of ``sbgemm_adj_staged``: tile ``(W, KS, NS, MINB)`` of
-        :attr:`adj_staged` (W warps a block, tiles of 16 W columns, chunks of
+        """Launch of ``sbgemm_adj_tc``: tile ``(W, KS, NS, MINB)`` of
+        :attr:`adj_tensor` (W warps a block, tiles of 16 W columns, chunks of
         8 KS rows, NS of them staged, registers capped for MINB blocks a
         multiprocessor), 8 or 16 right-hand sides a block, column splits in
-        whole tiles; None where it does not apply."""
-        tile = self.adj_staged.get(ta)
+        whole tiles; None where it does not apply (no tile or tensor cores for
+        the dtype, or the staged ``X[f]`` and chunks do not fit in shared memory)."""
+        tile = self.adj_tensor.get(ta)
         if tile is None or not self.tensor_cores_for(ta):
             return None
         W, KS, NS, MINB = tile
@@ -1454,7 +1425,7 @@ class GPUBackend(Backend):
         smem = (max(1, -(-nd // BI)) * BI * tc_x_stride(ta, KB) + NS * BI * AS) * ta.itemsize
         if smem > self.smem_limit:
             return None
-        fn = kernels.kernel("sbgemm.cu", "sbgemm_adj_staged", ta, tx, KB, W, KS, NS, VA, MINB)
+        fn = kernels.kernel("sbgemm.cu", "sbgemm_adj_tc", ta, tx, KB, W, KS, NS, VA, MINB)
         _allow_shared_memory(fn, smem)
         S = self._gemm_splits(fn, nf, 32 * W, nm, BJ, smem)
         cw = -(-nm // (BJ * S)) * BJ
