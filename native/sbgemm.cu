@@ -495,35 +495,24 @@ template <> struct TensorProduct<float2> {
         }
         return f;
     }
-    // X's values v0 (row t) and v1 (row t + 4) as the B fragments of the three products, split
-    struct alignas(16) BFragments {
-        unsigned rb0, rs0, rb1, rs1, ib0, is0, ib1, is1, sb0, ss0, sb1, ss1;
-    };
-    static FMV_DEV BFragments b_fragments(float2 v0, float2 v1) {
-        BFragments b;
-        tf32_split(v0.x, b.rb0, b.rs0);
-        tf32_split(v1.x, b.rb1, b.rs1);
-        tf32_split(v0.y, b.ib0, b.is0);
-        tf32_split(v1.y, b.ib1, b.is1);
-        tf32_split(v0.x + v0.y, b.sb0, b.ss0);
-        tf32_split(v1.x + v1.y, b.sb1, b.ss1);
-        return b;
-    }
-    static FMV_DEV void products(float (&t1)[4], float (&t2)[4], float (&t3)[4], const AFragments& f,
-                                 const BFragments& b) {
-        mma_m16n8k8(t1, f.rbig, b.rs0, b.rs1);
-        mma_m16n8k8(t2, f.ibig, b.is0, b.is1);
-        mma_m16n8k8(t3, f.sbig, b.ss0, b.ss1);
-        mma_m16n8k8(t1, f.rsmall, b.rb0, b.rb1);
-        mma_m16n8k8(t2, f.ismall, b.ib0, b.ib1);
-        mma_m16n8k8(t3, f.ssmall, b.sb0, b.sb1);
-        mma_m16n8k8(t1, f.rbig, b.rb0, b.rb1);
-        mma_m16n8k8(t2, f.ibig, b.ib0, b.ib1);
-        mma_m16n8k8(t3, f.sbig, b.sb0, b.sb1);
-    }
     static FMV_DEV void products(float (&t1)[4], float (&t2)[4], float (&t3)[4], const AFragments& f, float2 v0,
                                  float2 v1) {
-        products(t1, t2, t3, f, b_fragments(v0, v1));
+        unsigned rb0, rs0, rb1, rs1, ib0, is0, ib1, is1, sb0, ss0, sb1, ss1;
+        tf32_split(v0.x, rb0, rs0);
+        tf32_split(v1.x, rb1, rs1);
+        tf32_split(v0.y, ib0, is0);
+        tf32_split(v1.y, ib1, is1);
+        tf32_split(v0.x + v0.y, sb0, ss0);
+        tf32_split(v1.x + v1.y, sb1, ss1);
+        mma_m16n8k8(t1, f.rbig, rs0, rs1);
+        mma_m16n8k8(t2, f.ibig, is0, is1);
+        mma_m16n8k8(t3, f.sbig, ss0, ss1);
+        mma_m16n8k8(t1, f.rsmall, rb0, rb1);
+        mma_m16n8k8(t2, f.ismall, ib0, ib1);
+        mma_m16n8k8(t3, f.ssmall, sb0, sb1);
+        mma_m16n8k8(t1, f.rbig, rb0, rb1);
+        mma_m16n8k8(t2, f.ibig, ib0, ib1);
+        mma_m16n8k8(t3, f.sbig, sb0, sb1);
     }
 };
 template <> struct TensorProduct<double2> {
@@ -541,21 +530,11 @@ template <> struct TensorProduct<double2> {
         }
         return f;
     }
-    struct alignas(16) BFragments {
-        double r0, r1, i0, i1, s0, s1;
-    };
-    static FMV_DEV BFragments b_fragments(double2 v0, double2 v1) {
-        return BFragments{v0.x, v1.x, v0.y, v1.y, v0.x + v0.y, v1.x + v1.y};
-    }
-    static FMV_DEV void products(double (&t1)[4], double (&t2)[4], double (&t3)[4], const AFragments& f,
-                                 const BFragments& b) {
-        mma_m16n8k8(t1, f.r, b.r0, b.r1);
-        mma_m16n8k8(t2, f.i, b.i0, b.i1);
-        mma_m16n8k8(t3, f.s, b.s0, b.s1);
-    }
     static FMV_DEV void products(double (&t1)[4], double (&t2)[4], double (&t3)[4], const AFragments& f,
                                  double2 v0, double2 v1) {
-        products(t1, t2, t3, f, b_fragments(v0, v1));
+        mma_m16n8k8(t1, f.r, v0.x, v1.x);
+        mma_m16n8k8(t2, f.i, v0.y, v1.y);
+        mma_m16n8k8(t3, f.s, v0.x + v0.y, v1.x + v1.y);
     }
 };
 
@@ -668,9 +647,8 @@ sbgemm_tc(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y
 // An m16n8k8 tile's 16 rows are 16 columns j of A and its depth 8 rows i.
 // Block (f, column split): blockIdx.x = f S + split, columns split cw .. min(nm,
 // (split + 1) cw) - 1 in tiles of BJ = 16 W columns; blockIdx.y the chunk of KB
-// right-hand sides.  X[f]'s KB right-hand sides go into shared memory once, as
-// the B fragments of the products (TensorProduct::BFragments: in complex64
-// split into TF32 parts), rows past nd zero.  A tile of A goes into shared memory in chunks of
+// right-hand sides.  X[f]'s KB right-hand sides are staged once in shared
+// memory, rows past nd zero.  A tile of A goes into shared memory in chunks of
 // BI = 8 KS rows by cp.async, NS chunks deep, so that the block keeps NS - 1
 // chunks in flight without holding them in registers; the block walks its
 // tiles in order, and each tile's chunks down its rows, as one stream of
@@ -685,11 +663,10 @@ sbgemm_tc(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y
 // nd and columns past the split's end are zero-filled (a tile of nd = 0 rows
 // is one zero chunk).
 // Launch: blockDim.x = 32 W, gridDim.x = nf * S, gridDim.y = ceil(K / KB),
-// dynamic shared memory 16 C BI RS / 2 + NS BI AS sizeof(TA) bytes with C =
-// max(1, ceil(nd / BI)) chunks a tile, RS = 3 KB + 2 (a row of 48-byte B
-// fragments, and 32 bytes that put the four rows of a quarter-warp's load in
-// distinct banks), AS = BJ (complex128) or BJ + 8 (complex64: the four rows of
-// a fragment load of A then fall in the two halves of the banks).
+// dynamic shared memory (C BI XS + NS BI AS) sizeof(TA) bytes with C =
+// max(1, ceil(nd / BI)) chunks a tile, XS = KB + 4 (complex64) or KB + 2
+// (complex128), AS = BJ (complex128) or BJ + 8 (complex64: the four rows of a
+// fragment load then fall in the two halves of the banks).
 // ---------------------------------------------------------------------------
 template <typename TA, typename TX, int KB, int W, int KS, int NS, int VA, int MINB>
 __global__ void __launch_bounds__(32 * W, MINB)
@@ -700,8 +677,7 @@ sbgemm_adj_tc(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict
     typedef typename fmv::real_of<TA>::type R;
     typedef fmv::TensorProduct<TA> Product;
     constexpr int NH = KB / 8;  // tiles of 8 output columns per half (Re, Im)
-    typedef typename Product::BFragments BFragments;  // 48 bytes
-    constexpr int RS = 3 * KB + 2;  // 16-byte units a row of X's fragments
+    constexpr int XS = KB + (sizeof(TA) == 16 ? 2 : 4);
     constexpr int BJ = 16 * W, BI = 8 * KS;
     constexpr int AS = BJ + (sizeof(TA) == 16 ? 0 : 8);
     constexpr int CPR = BJ / VA;         // copies per row of a chunk
@@ -710,21 +686,15 @@ sbgemm_adj_tc(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict
     static_assert((KB == 8 || KB == 16) && NS >= 2 && (VA == 1 || VA == 2) && BI % RP == 0, "tile");
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     const int C = fmv::max_(1, (nd + BI - 1) / BI);
-    double2* xs = fmv_smem;                               // [C KS 4][RS] units: X's B fragments
-    TA* as = reinterpret_cast<TA*>(xs + C * KS * 4 * RS);  // [NS][BI][AS]
+    TA* xs = reinterpret_cast<TA*>(fmv_smem);  // [C BI][XS], rows past nd zero
+    TA* as = xs + C * BI * XS;                 // [NS][BI][AS]
 
     const int split = blockIdx.x % S, f = blockIdx.x / S;
     const int k0 = blockIdx.y * KB, kn = fmv::min_(KB, K - k0);
     const TX* xf = X + (index_t)f * nd * K + k0;
-    // row 4 s + t, column k: the fragments of X's rows 8 s + t and 8 s + t + 4 (zero past nd) at k-step s,
-    // made once for all the block's tiles
-    for (int e = threadIdx.x; e < C * KS * 4 * KB; e += blockDim.x) {
-        const int r = e / KB, k = e % KB;
-        const int i = 8 * (r >> 2) + (r & 3);
-        const bool kok = k < kn;
-        const TA v0 = kok && i < nd ? fmv::cload<TA>(xf + (index_t)i * K + k) : fmv::czero<TA>();
-        const TA v1 = kok && i + 4 < nd ? fmv::cload<TA>(xf + (index_t)(i + 4) * K + k) : fmv::czero<TA>();
-        *reinterpret_cast<BFragments*>(xs + r * RS + 3 * k) = Product::b_fragments(v0, v1);
+    for (int e = threadIdx.x; e < C * BI * KB; e += blockDim.x) {
+        const int i = e / KB, k = e % KB;
+        xs[i * XS + k] = i < nd && k < kn ? fmv::cload<TA>(xf + (index_t)i * K + k) : fmv::czero<TA>();
     }
 
     const int jbeg = split * cw, jend = fmv::min_(nm, jbeg + cw);
@@ -766,10 +736,11 @@ sbgemm_adj_tc(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict
                     a[e] = fmv::cmake<TA>(v.x, -v.y);
                 }
                 const typename Product::AFragments frag = Product::a_fragments(a);
-                const BFragments* xb = reinterpret_cast<const BFragments*>(xs + (4 * s + t) * RS) + g;
+                const TA* xb = xs + (8 * s + t) * XS + g;
 #pragma unroll
                 for (int h = 0; h < NH; ++h)
-                    Product::products(acc.terms[h], acc.terms[NH + h], acc.terms[2 * NH + h], frag, xb[8 * h]);
+                    Product::products(acc.terms[h], acc.terms[NH + h], acc.terms[2 * NH + h], frag, xb[8 * h],
+                                      xb[4 * XS + 8 * h]);
                 if (Product::fold && (s + 1) % FOLD == 0) acc.add_terms();
             }
         }

@@ -146,7 +146,7 @@ def pass_twiddles(radices: list[int]) -> np.ndarray:
 
 def tc_x_stride(dtype: Any, KB: int) -> int:
     """Row stride (elements) of ``X`` staged in shared memory by ``sbgemm_tc``
-    for ``KB`` right-hand sides: 16 bytes of padding in
+    and ``sbgemm_adj_tc`` for ``KB`` right-hand sides: 16 bytes of padding in
     complex64, 32 in complex128, so that the lanes of a fragment load fall in
     distinct banks (``XS`` of native/sbgemm.cu)."""
     return KB + (4 if np.dtype(dtype) == np.complex64 else 2)
@@ -1422,7 +1422,7 @@ class GPUBackend(Backend):
         BI, BJ = 8 * KS, 16 * W
         VA = 2 if ta == np.complex64 and nm % 2 == 0 else 1  # 16-byte copies of complex64 pairs
         AS = BJ + (8 if ta == np.complex64 else 0)
-        smem = max(1, -(-nd // BI)) * BI // 2 * (3 * KB + 2) * 16 + NS * BI * AS * ta.itemsize  # X's fragments, A
+        smem = (max(1, -(-nd // BI)) * BI * tc_x_stride(ta, KB) + NS * BI * AS) * ta.itemsize
         if smem > self.smem_limit:
             return None
         fn = kernels.kernel("sbgemm.cu", "sbgemm_adj_tc", ta, tx, KB, W, KS, NS, VA, MINB)
