@@ -22,7 +22,7 @@ for step in "$@"; do
       echo "pytest rc=$?"; grep -E "passed|failed|error" "$OUT/tests.log" | tail -3
       grep -E "^(FAILED|ERROR)|Error|assert" "$OUT/tests.log" | head -30 ;;
     tests-all)
-      timeout ${TESTS_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider -rfE --timeout=120 tests/gpu \
+      timeout ${TESTS_TIMEOUT:-480} python3 -m pytest -q -p no:cacheprovider -rfE --timeout=120 tests/gpu \
         tests/unit/test_native_compile.py tests/unit/test_reduce_chunks.py > "$OUT/tests.log" 2>&1
       echo "pytest rc=$?"; tail -3 "$OUT/tests.log"; grep -E "^(FAILED|ERROR)" "$OUT/tests.log" | head -30 ;;
     wheels)
