@@ -657,8 +657,8 @@ sbgemm_tc(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y
 // of A straight into the fragments, one k-step ahead, kept the warps waiting
 // on them: 1.42x the floor in complex128 and 2.15x in complex64 at K = 16,
 // 1.31x and 1.71x at K = 8, h200-probe-adjvar-staged-stop33.jsonl; staged,
-// 1.30, 1.55-1.63, 1.09 and 1.21x, h200-probe-adjvar-tiles-stop33.jsonl.)  Float32 tensor
-// sums restart every FOLD k-steps (TensorProduct::fold).  A thread copies VA
+// 1.30, 1.55-1.63, 1.09 and 1.21x, h200-probe-adjvar-tiles-stop33.jsonl.)
+// Float32 tensor sums restart every FOLD k-steps (TensorProduct::fold).  A thread copies VA
 // elements at a time (8 or 16 bytes; VA = 2 needs nm and cw even); rows past
 // nd and columns past the split's end are zero-filled (a tile of nd = 0 rows
 // is one zero chunk).
@@ -671,7 +671,7 @@ sbgemm_tc(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y
 template <typename TA, typename TX, int KB, int W, int KS, int NS, int VA, int MINB>
 __global__ void __launch_bounds__(32 * W, MINB)
 sbgemm_adj_tc(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm,
-                  int K, int S, int cw) {
+              int K, int S, int cw) {
     fmv::let_next_grid_start();
     fmv::wait_for_prior_grids();
     typedef typename fmv::real_of<TA>::type R;
