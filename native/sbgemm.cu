@@ -431,13 +431,14 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
 // fragments), and two complex values of X make its B fragments of the three
 // products (TensorProduct):
 // * complex64: mma.sync.m16n8k8 in TF32 with float32 sums (compute capability
-//   8.0), as 3xTF32: each float v = big + small, big = tf32(v), small = v - big;
-//   a product sums big*small, small*big and big*big, and drops small*small
-//   (2^-21 relative).  The tensor core's float32 sums lose a little on every
-//   addition, in one direction (measured: an error growing with the number of
-//   columns, 2.4e-5 at 10000 against float32's 2e-6), so its sums start from
-//   zero each chunk and are added to the kept Re Y and Im Y in float32
-//   arithmetic: about float32's accuracy.
+//   8.0), as 3xTF32: each float v = big + small, big = tf32(v) (rounded for A,
+//   truncated for X, tf32_split_trunc), small = v - big; a product sums
+//   big*small, small*big and big*big, and drops small*small (2^-21 relative).
+//   The tensor core's float32 sums lose a little on every addition, in one
+//   direction (measured: an error growing with the number of columns, 2.4e-5
+//   at 10000 against float32's 2e-6), so its sums start from zero each chunk
+//   and are added to the kept Re Y and Im Y in float32 arithmetic: about
+//   float32's accuracy.
 // * complex128: mma.sync.m16n8k8 in float64 (compute capability 9.0), whose
 //   sums are float64 additions: the three products go on over all chunks.
 // Block (f, column split) as in sbgemm_staged, blockIdx.y the chunk of KB
@@ -459,6 +460,15 @@ namespace fmv {
 FMV_DEV void tf32_split(float v, unsigned& big, unsigned& small) {
     big = (__float_as_uint(v) + 0x1000u) & 0xffffe000u;
     small = __float_as_uint(v - __uint_as_float(big));
+}
+
+// v = big + small as TF32 operands with big = v's own bits, which the tensor core truncates to TF32, and
+// small = v - trunc(v) exactly: two instructions where tf32_split takes three, for X's values, which every
+// warp of a block splits again.  Truncation leaves small up to 2^-10 |v| (rounding: 2^-11), and the tensor
+// core's truncation of small errs by up to 2^-20 |v| (2^-21).
+FMV_DEV void tf32_split_trunc(float v, unsigned& big, unsigned& small) {
+    big = __float_as_uint(v);
+    small = __float_as_uint(v - __uint_as_float(big & 0xffffe000u));
 }
 
 // d += a b for one 16 x 8 x 8 tile (fragments as in the PTX ISA's m16n8k8 layouts, TF32 or float64)
@@ -498,12 +508,12 @@ template <> struct TensorProduct<float2> {
     static FMV_DEV void products(float (&t1)[4], float (&t2)[4], float (&t3)[4], const AFragments& f, float2 v0,
                                  float2 v1) {
         unsigned rb0, rs0, rb1, rs1, ib0, is0, ib1, is1, sb0, ss0, sb1, ss1;
-        tf32_split(v0.x, rb0, rs0);
-        tf32_split(v1.x, rb1, rs1);
-        tf32_split(v0.y, ib0, is0);
-        tf32_split(v1.y, ib1, is1);
-        tf32_split(v0.x + v0.y, sb0, ss0);
-        tf32_split(v1.x + v1.y, sb1, ss1);
+        tf32_split_trunc(v0.x, rb0, rs0);
+        tf32_split_trunc(v1.x, rb1, rs1);
+        tf32_split_trunc(v0.y, ib0, is0);
+        tf32_split_trunc(v1.y, ib1, is1);
+        tf32_split_trunc(v0.x + v0.y, sb0, ss0);
+        tf32_split_trunc(v1.x + v1.y, sb1, ss1);
         mma_m16n8k8(t1, f.rbig, rs0, rs1);
         mma_m16n8k8(t2, f.ibig, is0, is1);
         mma_m16n8k8(t3, f.sbig, ss0, ss1);
