@@ -414,8 +414,6 @@ class GPUBackend(Backend):
         # kernel reads before it is evicted (six: 67.6-70.2, sixteen: 81.2-81.4; ddssd F^T d 66.3-66.5 with two,
         # 67.0-68.3 plainly; benchmarks/results/h200-launch-ab-mid-stop29-*.jsonl, launch_ab.py)
         self.early_loads = int(os.environ.get("FFTMATVEC_EARLY_LOADS", 2))
-        self.l2_persist_bytes = int(os.environ.get("FFTMATVEC_L2_PERSIST_BYTES", 0))
-        self._l2_persist: tuple[int, int, int] | None = None  # (asked, set aside, largest window)
         # "fused": native/fft.cu where the length allows it, else cuFFT in the "auto"/"sc" layouts;
         # "auto": cuFFT, "cs" for small transforms (one launch fewer), "cc" for large ones (measured faster)
         self.fft_layout = {"r2c": os.environ.get("FFTMATVEC_R2C", "fused"),
@@ -470,29 +468,14 @@ class GPUBackend(Backend):
         if not a.flags.c_contiguous:
             raise ValueError(f"{what} must be C-contiguous")
 
-    def _run_kernel(self, fn: Any, grid: tuple[int, ...], block: tuple[int, ...], args: tuple, smem: int = 0,
-                    persist: Array | None = None) -> None:
+    def _run_kernel(self, fn: Any, grid: tuple[int, ...], block: tuple[int, ...], args: tuple, smem: int = 0) -> None:
         """Launch native kernel ``fn`` on the current stream, programmatically
         when :attr:`programmatic_launch` (``args``: device arrays and NumPy
-        scalars, as :func:`launch.kernel_params` takes them); part of
-        ``persist``'s lines kept in the L2 across launches when
-        :attr:`l2_persist_bytes` is set."""
+        scalars, as :func:`launch.kernel_params` takes them)."""
         if self.programmatic_launch:
-            window = self._persist_window(persist) if persist is not None and self.l2_persist_bytes > 0 else None
-            self._launcher(fn, grid, block, args, smem, self._cupy.cuda.get_current_stream().ptr, window)
+            self._launcher(fn, grid, block, args, smem, self._cupy.cuda.get_current_stream().ptr)
         else:
             fn(grid, block, args, shared_mem=smem)
-
-    def _persist_window(self, a: Array) -> tuple[int, int, float] | None:
-        """The access policy window over ``a``'s first bytes whose lines fill the L2's persisting set-aside."""
-        if self._l2_persist is None or self._l2_persist[0] != self.l2_persist_bytes:
-            size, window = self._launcher.persisting_l2(self._device.id, self.l2_persist_bytes)
-            self._l2_persist = (self.l2_persist_bytes, size, window)
-        _, size, window = self._l2_persist
-        nbytes = min(a.nbytes, window)
-        if size <= 0 or nbytes <= 0:
-            return None
-        return a.data.ptr, nbytes, min(1.0, size / nbytes)
 
     # -- graphs ----------------------------------------------------------
     def use_replay(self, nbytes: int) -> bool:
@@ -1164,7 +1147,7 @@ class GPUBackend(Backend):
         fn, grid, block, smem, tail, S = cfg
         dst = out if S == 1 and part is None else (part if part is not None else
                                                     self.scratch((S,) + out.shape, ta, "sbgemv-splits"))
-        self._run_kernel(fn, grid, block, (Fhat, x_hat, dst) + tail, smem, persist=Fhat)
+        self._run_kernel(fn, grid, block, (Fhat, x_hat, dst) + tail, smem)
         return S if part is None else 1
 
     @staticmethod

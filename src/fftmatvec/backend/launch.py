@@ -24,28 +24,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-# CUlaunchAttributeID, CUaccessProperty, CUlimit and CUdevice_attribute values (cuda.h)
-ACCESS_POLICY_WINDOW = 1
+# CUlaunchAttributeID (cuda.h)
 PROGRAMMATIC_STREAM_SERIALIZATION = 6
-ACCESS_PROPERTY_STREAMING = 1
-ACCESS_PROPERTY_PERSISTING = 2
-LIMIT_PERSISTING_L2_CACHE_SIZE = 6
-ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE = 108
-ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE = 109
 
 
 class LaunchAttribute(ctypes.Structure):
     """``CUlaunchAttribute``: the id, padding, and a 64-byte value union."""
 
     _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_int * 16)]
-
-
-class AccessPolicyWindow(ctypes.Structure):
-    """``CUaccessPolicyWindow``: ``hit_ratio`` of the lines in ``[base, base + num_bytes)`` get ``hit_prop``,
-    the others ``miss_prop``."""
-
-    _fields_ = [("base", ctypes.c_void_p), ("num_bytes", ctypes.c_size_t), ("hit_ratio", ctypes.c_float),
-                ("hit_prop", ctypes.c_int), ("miss_prop", ctypes.c_int)]
 
 
 class LaunchConfig(ctypes.Structure):
@@ -96,12 +82,9 @@ class ProgrammaticLauncher:
         self._launch.restype = ctypes.c_int
         self._error_name = libcuda.cuGetErrorName
         self._error_name.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
-        self._set_limit = libcuda.cuCtxSetLimit
-        self._set_limit.argtypes = [ctypes.c_int, ctypes.c_size_t]
-        self._set_limit.restype = ctypes.c_int
-        self._get_attribute = libcuda.cuDeviceGetAttribute
-        self._get_attribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_int]
-        self._get_attribute.restype = ctypes.c_int
+        self._attr = LaunchAttribute()
+        self._attr.id = PROGRAMMATIC_STREAM_SERIALIZATION
+        self._attr.value[0] = 1
 
     @classmethod
     def load(cls) -> ProgrammaticLauncher | None:
@@ -112,41 +95,19 @@ class ProgrammaticLauncher:
             return None
         return cls(libcuda)
 
-    def persisting_l2(self, device: int, nbytes: int) -> tuple[int, int]:
-        """Set aside up to ``nbytes`` of the L2 for persisting lines (the
-        current context); returns the bytes set aside and the largest access
-        policy window of ``device``."""
-        limit, window = ctypes.c_int(), ctypes.c_int()
-        self._get_attribute(ctypes.byref(limit), ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE, device)
-        self._get_attribute(ctypes.byref(window), ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE, device)
-        size = max(0, min(int(nbytes), limit.value))
-        if self._set_limit(LIMIT_PERSISTING_L2_CACHE_SIZE, size) != 0:
-            size = 0
-        return size, window.value
-
     def __call__(self, fn: Any, grid: tuple[int, ...], block: tuple[int, ...], args: tuple, smem: int,
-                 stream_ptr: int, window: tuple[int, int, float] | None = None) -> None:
+                 stream_ptr: int) -> None:
         """Launch CuPy ``RawKernel`` ``fn`` on the stream ``stream_ptr``
-        (``args`` as for :func:`kernel_params`); ``window`` ``(address,
-        bytes, hit_ratio)``: that share of the lines in the range persists
-        in the L2, the others stream."""
-        self.packed(fn, grid, block, args, smem, stream_ptr, window)()
+        (``args`` as for :func:`kernel_params`)."""
+        self.packed(fn, grid, block, args, smem, stream_ptr)()
 
     def packed(self, fn: Any, grid: tuple[int, ...], block: tuple[int, ...], args: tuple, smem: int,
-               stream_ptr: int, window: tuple[int, int, float] | None = None) -> Callable[[], None]:
+               stream_ptr: int) -> Callable[[], None]:
         """The launch of :meth:`__call__` with its parameters packed once: each
         call of the result launches ``fn`` again on the same arguments."""
         params, values = kernel_params(args)
-        attrs = (LaunchAttribute * 2)()
-        attrs[0].id = PROGRAMMATIC_STREAM_SERIALIZATION
-        attrs[0].value[0] = 1
-        if window is not None:
-            attrs[1].id = ACCESS_POLICY_WINDOW
-            apw = AccessPolicyWindow(ctypes.c_void_p(window[0]), window[1], window[2], ACCESS_PROPERTY_PERSISTING,
-                                     ACCESS_PROPERTY_STREAMING)
-            ctypes.memmove(attrs[1].value, ctypes.byref(apw), ctypes.sizeof(apw))
         cfg = LaunchConfig(_dims(grid), _dims(block), int(smem), ctypes.c_void_p(stream_ptr),
-                           ctypes.cast(attrs, ctypes.POINTER(LaunchAttribute)), 1 if window is None else 2)
+                           ctypes.pointer(self._attr), 1)
         call = (ctypes.byref(cfg), ctypes.c_void_p(int(fn.kernel.ptr)), params, None)
 
         def launch() -> None:
@@ -156,5 +117,5 @@ class ProgrammaticLauncher:
                 self._error_name(rc, ctypes.byref(name))
                 raise RuntimeError(f"cuLaunchKernelEx of {fn.name}: {(name.value or b'error').decode()} ({rc})")
 
-        launch.arguments = values, attrs  # what params and cfg point to, kept alive with the launch
+        launch.arguments = values  # what params points to, kept alive with the launch
         return launch
