@@ -17,7 +17,9 @@ in alternation, ``--rounds`` times: the median of ``-N`` products each
 waited for (host clock, as ``fftmatvec bench``'s "time") and the time per
 product of ``-N`` queued back to back.  One JSON line per row, variant and
 round, with the floor (``Fhat``'s bytes over the copy bandwidth measured
-here).
+here).  Settings that hold for the whole process (an L2 set-aside, a
+context limit) reach every variant once one has made them: compare those in
+separate processes (``bench_ab.sh``).
 
 usage: python benchmarks/launch_ab.py --variants plain,pdl:0,pdl:2+fwd_lanes=64,pdl@HEAD~1 --out results/x.jsonl
 """
