@@ -599,8 +599,7 @@ template <int THREADS, int NT> constexpr int blocks_of() { return THREADS / NT >
 }  // namespace fmv
 
 // Stages 1-2: X[f * B + s] = sum_{t < M} x_s[t] exp(-2 pi i f t / L), f = 0..M (TI -> TC arithmetic -> TO);
-// with `keep`, X is stored at evict-last priority in the L2 (fmv::st_keep); with tile > 0 (a multiple of S, not
-// STAGED), X is laid out in tiles of that many series instead (fmv::spectrum_index).
+// with `keep`, X is stored at evict-last priority in the L2 (fmv::st_keep).
 // In complex64 the register budget is set for 1536 threads (42 registers), so that three blocks of 512 share a
 // multiprocessor (two by registers at 48): the big size's forward transform from float64 took 38.8 against
 // 43.4 us, 540 against 660 us with K = 16 (benchmarks/results/h200-fft-ab-c64regs-stop21.jsonl; the inverse
@@ -614,7 +613,7 @@ template <int THREADS, int NT> constexpr int blocks_of() { return THREADS / NT >
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int STAGED, int M, int... Rs>
 __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 1024, NT>())
     rfft_pad(const TI* __restrict__ x, TO* __restrict__ X, const TC* __restrict__ twp, const TC* __restrict__ twl,
-             int B, int K, int keep, int tile) {
+             int B, int K, int keep) {
     fmv::let_next_grid_start();
     fmv::wait_for_prior_grids();
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
@@ -646,8 +645,7 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 10
         const int s0 = blockIdx.x * S;
         const int ns = fmv::min_(S, B - s0);
         fmv::first_pass_from_samples<Radices::first, M, S, LOGS, NT, true>(x, s0, ns, K, buf0);
-        const int fstride = tile ? fmv::min_(tile, B - (s0 - s0 % tile)) : B;  // between a series' frequencies
-        Later::run(buf0, buf1, twp, Last{twl, X + fmv::spectrum_index(0, s0, M + 1, B, tile), ns, fstride, keep});
+        Later::run(buf0, buf1, twp, Last{twl, X + s0, ns, B, keep});
     }
 }
 
@@ -681,8 +679,7 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 10
 // A few of the instantiations the Python side asks NVRTC for (by name
 // expression), for a standalone `nvcc -c` check: Nt = 1000, 500, 10, 1, 21.
 #define FMV_RFFT(TI, TC, TO, ...) \
-    template __global__ void rfft_pad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, int, \
-                                                               int);
+    template __global__ void rfft_pad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, int);
 #define FMV_IRFFT(TI, TC, TO, ...)                                                                                \
     template __global__ void irfft_unpad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, \
                                                                    typename fmv::real_of<TC>::type, int);

@@ -90,13 +90,10 @@ template <typename TA, int BK, int KB, int VA, int VX, int AS, int XS> struct Ch
     int jbeg, jend, acol, arows, adst, RPS, xj, XR, xrows, xdst, XRS;
     bool xok;
 
-    // A: rows of Fhat (lda rows a frequency, row stride nm), X: (nf, nm, K), or with xtiled (nm, nf, K), the
-    // layout of tiles of K series (fmv::spectrum_index)
-    FMV_DEV ChunkCopies(const TA* A, const TA* X, int nf, int nd, int nm, int K, int lda, bool xtiled,
-                        const BlockShare<BK, KB>& b, int tid, int nthreads)
-        : af(A + (index_t)b.f * lda * nm), xf(X + (index_t)b.f * (xtiled ? 1 : nm) * K + b.k0), jbeg(b.jbeg),
-          jend(b.jend) {
-        const index_t xcol = (index_t)(xtiled ? nf : 1) * K;  // between X's rows j
+    // A: rows of Fhat (lda rows a frequency, row stride nm), X: (nf, nm, K)
+    FMV_DEV ChunkCopies(const TA* A, const TA* X, int nd, int nm, int K, int lda, const BlockShare<BK, KB>& b,
+                        int tid, int nthreads)
+        : af(A + (index_t)b.f * lda * nm), xf(X + (index_t)b.f * nm * K + b.k0), jbeg(b.jbeg), jend(b.jend) {
         const int RP = nthreads / CPR, arow = tid / CPR;
         acol = tid % CPR * VA;
         arows = arow < nd ? (nd - arow + RP - 1) / RP : 0;
@@ -109,9 +106,9 @@ template <typename TA, int BK, int KB, int VA, int VX, int AS, int XS> struct Ch
         const int xk = tid % XPR * VX;
         xrows = xj < BK ? (BK - xj + XR - 1) / XR : 0;
         xok = xk < b.kn;
-        xsrc = xf + (jbeg + xj) * xcol + xk;
-        xstep = XR * xcol;
-        xchunk = BK * xcol;
+        xsrc = xf + (index_t)(jbeg + xj) * K + xk;
+        xstep = (index_t)XR * K;
+        xchunk = (index_t)BK * K;
         xdst = xj * XS + xk;
         XRS = XR * XS;
     }
@@ -344,7 +341,7 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
     const int kg = tid % 4, rg = (tid / 4) % RG, ph = tid / (4 * RG);
     const fmv::BlockShare<BK, KB> b(S, cw, nm, K);
     // rows nd .. rows - 1 of the tile are never read into a kept sum, so never copied
-    const fmv::ChunkCopies<TA, BK, KB, VA, VX, AS, XS> copies(A, X, nf, nd, nm, K, lda, false, b, tid, 256);
+    const fmv::ChunkCopies<TA, BK, KB, VA, VX, AS, XS> copies(A, X, nd, nm, K, lda, b, tid, 256);
     auto issue = [&](int c) { copies.issue(c, as + (c % NS) * rows * AS, xs + (c % NS) * BK * XS); };
 
     R t1[TM][TN], t2[TM][TN], t3[TM][TN];
@@ -579,7 +576,7 @@ template <typename R, int NH> struct Sums3M {
 template <typename TA, int KB, int BK, int NS, int P, int VA, int VX, int MAXT, int MINB>
 __global__ void __launch_bounds__(MAXT, MINB)
 sbgemm_tc(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm, int K,
-          int S, int cw, int lda, int xtiled) {
+          int S, int cw, int lda) {
     fmv::let_next_grid_start();
     fmv::wait_for_prior_grids();
     typedef typename fmv::real_of<TA>::type R;
@@ -599,8 +596,7 @@ sbgemm_tc(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y
     const int MT = (nd + 15) / 16;
     const int mt = warp % MT, ph = warp / MT;
     const fmv::BlockShare<BK, KB> b(S, cw, nm, K);
-    const fmv::ChunkCopies<TA, BK, KB, VA, VX, AS, XS> copies(A, X, nf, nd, nm, K, lda, xtiled, b, tid,
-                                                              nthreads);
+    const fmv::ChunkCopies<TA, BK, KB, VA, VX, AS, XS> copies(A, X, nd, nm, K, lda, b, tid, nthreads);
     auto issue = [&](int c) { copies.issue(c, as + (c % NS) * nd * AS, xs + (c % NS) * BK * XS); };
 
     fmv::Sums3M<R, NH> acc;
@@ -799,7 +795,7 @@ FMV_STAGED(double2, 2, 4, 16, 3, 1, 1, 2)
 #ifndef FMV_HIP
 #define FMV_TC(TA, KB, BK, NS, P, VA, VX, MAXT, MINB)                                                 \
     template __global__ void sbgemm_tc<TA, KB, BK, NS, P, VA, VX, MAXT, MINB>(const TA*, const TA*, TA*, int, int, \
-                                                                             int, int, int, int, int, int);
+                                                                             int, int, int, int, int);
 FMV_TC(float2, 16, 32, 3, 1, 2, 2, 256, 2)
 FMV_TC(float2, 16, 32, 3, 2, 1, 1, 512, 1)
 FMV_TC(float2, 8, 32, 3, 4, 2, 2, 256, 2)

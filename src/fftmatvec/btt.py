@@ -236,4 +236,6 @@ class LocalBTT:
 
     def _run(self, x: Array, ws: _Workspace, Fhat: Array, prec: Precision, adjoint: bool, y: Array) -> None:
         """The untimed stages, through the backend's fused calls, into ``y``."""
-        self.backend.transform_product(x, Fhat, ws.x_hat, ws.y_hat, y, prec, adjoint)
+        be = self.backend
+        be.pad_rfft(x, ws.x_hat, prec.fft)
+        be.sbgemv_irfft_unpad(Fhat, ws.x_hat, ws.y_hat, y, prec.ifft, adjoint)

@@ -248,44 +248,6 @@ def test_programmatic_launch_equals_plain(gpu, rng, code, shape):
         assert ws.slot.get("graphs"), ws.slot.get("error")
 
 
-@pytest.mark.parametrize("code", ["ddddd", "dssdd", "sssss"])
-@pytest.mark.parametrize("shape,K", [
-    ((30, 700, 500), 16), ((17, 333, 500), 8), ((9, 65, 400), 12), ((23, 101, 500), 4), ((9, 65, 400), 6),
-    ((9, 65, 40), 16), ((9, 65, 400), 2)], ids=["K16", "K8-odd", "K12", "K4", "K6", "K16-short", "K2"])
-def test_tiled_forward_spectra_equal_frequency_major(rng, code, shape, K):
-    """A forward product on the tensor cores with its input's spectra laid
-    out in tiles of K series gives bit for bit what the frequency-major
-    layout gives, eagerly and replayed, on a new input each call, and the
-    float64 reference; the tiles were taken exactly where the product runs
-    on sbgemm_tc and the transform's series per block are fewer than K and
-    divide it (with as many or more, a block's series already lie in one run
-    per frequency: Nt = 40), and with 16 right-hand sides at Nt = 500.  Odd
-    Nm: partial chunks of columns."""
-    tiled, plain = GPUBackend(), GPUBackend()
-    plain.tiled_forward_spectra = False
-    if not tiled.tensor_cores_for(np.complex64 if code[2] == "s" else np.complex128):
-        pytest.skip("no tensor cores for this dtype")
-    taken = []
-    transform = tiled._fused_transform
-    tiled._fused_transform = lambda *a, **k: (taken.append(k.get("tile", 0)), transform(*a, **k))[1]
-    nd, nm, nt = shape
-    f = rng.standard_normal(shape)
-    op_t, op_p = (BTTOperator(f, precision=code, device=be) for be in (tiled, plain))
-    for call in range(4):  # eager, recorded, replayed, replayed
-        m = cupy.asarray(rng.standard_normal((nm, nt, K)))
-        y = op_t.matvec(m)
-        cupy.testing.assert_array_equal(y, op_p.matvec(m))
-    prec = op_t.precision
-    ws = op_t.engine.workspace(False, prec, K)
-    S = tiled._fused_config(nt, np.result_type(prec.fft, np.complex64), nm * K, K)[0]["rfft_pad"]
-    kind = tiled._gemm_launch(op_t.engine.Fhat[prec.sbgemv], ws.x_hat)[6]
-    gemm = tiled.gemm_min_k[np.dtype(ws.x_hat.dtype)] <= K  # (below it the one-column kernels take the product)
-    assert (K in taken) == (gemm and kind == "sbgemm_tc" and S < K and K % S == 0), (taken, kind, S)
-    assert K in taken or (K, nt) != (16, 500)
-    ref = BTTOperator(f, precision="ddddd", device="cpu").matvec(m.get())
-    assert rel_err(y.get(), ref) < (1e-12 if code == "ddddd" else 1e-5)
-
-
 @pytest.mark.parametrize("code", ["ddddd", "ddssd", "sssss"])
 @pytest.mark.parametrize("shape,flat,tiles", [
     ((50, 1000, 500), None, True), ((23, 301, 50), None, True), ((11, 530, 40), None, True),

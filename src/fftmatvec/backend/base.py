@@ -175,19 +175,6 @@ class Backend(abc.ABC):
         self.sbgemv(Fhat, x_hat, out=y_hat, adjoint=adjoint)
         self.irfft_unpad(y_hat, out, dtype)
 
-    def transform_product(self, x: Array, Fhat: Array, x_hat: Array, y_hat: Array, out: Array, prec: Any,
-                          adjoint: bool) -> None:
-        """Stages 1-5: :meth:`pad_rfft` of ``x`` (n_in, Nt, K) into the scratch
-        spectrum ``x_hat`` (Nf, n_in, K) in the FFT precision of ``prec`` (a
-        :class:`~fftmatvec.precision.Precision`), then
-        :meth:`sbgemv_irfft_unpad` into ``out`` (n_out, Nt, K) through the
-        scratch ``y_hat``.  A backend may lay ``x_hat`` out its own way between
-        the stages (the GPU one does for forward products on the tensor
-        cores), so it holds nothing defined after.
-        """
-        self.pad_rfft(x, x_hat, prec.fft)
-        self.sbgemv_irfft_unpad(Fhat, x_hat, y_hat, out, prec.ifft, adjoint)
-
     def direct_plan(self, Fhat: Array, K: int, prec: Any, adjoint: bool) -> Callable[[Array, Array], None] | None:
         """A function ``run(x, out)`` doing all five stages at once, where
         the backend has a faster way for this problem (the GPU one: one kernel

@@ -299,12 +299,6 @@ class GPUBackend(Backend):
         then reads one contiguous run at a time
         (:meth:`sbgemv_irfft_unpad`; ``$FFTMATVEC_TILED_SPECTRA=0`` turns it
         off).
-    tiled_forward_spectra : bool
-        A forward product on the tensor cores (``sbgemm_tc``) has its input's
-        spectra written in tiles of ``K`` series, a parameter's right-hand
-        sides for all frequencies in one run, which the product reads a row
-        of ``K`` values at a time (:meth:`transform_product`;
-        ``$FFTMATVEC_FWD_TILES=0`` turns it off).
     fused_max_blocks : int or None
         Most thread blocks of a forward transform that loops over groups of
         series (from float64 into complex64, ``K = 1``; None: as many as fit
@@ -405,7 +399,6 @@ class GPUBackend(Backend):
         # spectra in 32-byte runs, level (ddssd, 40 MB) or slower (ddddd, 80 MB: past the L2, so not tiled)
         # (benchmarks/results/h200-launch-ab-tiles-stop30.jsonl)
         self.tiled_spectra = os.environ.get("FFTMATVEC_TILED_SPECTRA", "1") != "0"
-        self.tiled_forward_spectra = os.environ.get("FFTMATVEC_FWD_TILES", "1") != "0"
         # rfft_pad's spectra the same, so that more of them are in the L2 for the forward product kernel and
         # fewer of their lines go back to memory in the middle of its stream of Fhat: the big dssdd product
         # 973.4-973.7 against 994.7-995.0 us of device time (the kernel 926.6-927.0 against 949.4-949.8 us),
@@ -990,12 +983,9 @@ class GPUBackend(Backend):
         return cfg
 
     def _fused_transform(self, which: str, src: Array, dst: Array, ctype: np.dtype, B: int, K: int, M: int,
-                         scale: float | None, tiled: bool = False, tile: int = 0) -> bool:
+                         scale: float | None, tiled: bool = False) -> bool:
         """Run ``which`` ("rfft_pad" or "irfft_unpad", native/fft.cu) from ``src``
-        to ``dst``; False (nothing done) when the length is not supported.
-        ``tiled`` (irfft_unpad): ``src`` in tiles of its series per block;
-        ``tile`` (rfft_pad, a multiple of them): ``dst`` in tiles of that
-        many series."""
+        to ``dst``; False (nothing done) when the length is not supported."""
         cfg = self._fused_config(M, np.dtype(ctype), B, K)
         if cfg is None or B == 0:
             return cfg is not None
@@ -1008,7 +998,7 @@ class GPUBackend(Backend):
         # are more groups than blocks: one wave has nothing to overlap the staging with (the middle size's 1000
         # series: 5.57 us staged against 5.39, benchmarks/results/h200-fft-ab-staged-forward-stop27.jsonl)
         staged_smem = -(-smem // 16) * 16 + S * M * src.dtype.itemsize
-        staged = (which == "rfft_pad" and K == 1 and not tile and 2 * src.dtype.itemsize > np.dtype(ctype).itemsize
+        staged = (which == "rfft_pad" and K == 1 and 2 * src.dtype.itemsize > np.dtype(ctype).itemsize
                   and staged_smem <= self.smem_limit)
         fn = self._fft_kernel(which, src, dst, ctype, S, threads, in_place_of[which], staged, M, radices)
         blocks = groups
@@ -1022,7 +1012,7 @@ class GPUBackend(Backend):
         _allow_shared_memory(fn, smem)
         args = [src, dst, twp, twl, np.int32(B), np.int32(K)]
         if which == "rfft_pad":  # its spectra kept in the L2 when they fit
-            args += [np.int32(dst.nbytes <= self.rfft_keep_max_bytes), np.int32(tile)]
+            args.append(np.int32(dst.nbytes <= self.rfft_keep_max_bytes))
         else:
             args += [_C2R[np.dtype(ctype)].type(scale), np.int32(tiled)]
         self._run_kernel(fn, (blocks,), (threads,), tuple(args), smem)
@@ -1035,39 +1025,6 @@ class GPUBackend(Backend):
         flags = (int(in_place),) + ((int(staged),) if which == "rfft_pad" else ())
         return kernels.kernel("fft.cu", which, src.dtype, ctype, dst.dtype, S.bit_length() - 1, threads, *flags, M,
                               *radices)
-
-    def transform_product(self, x: Array, Fhat: Array, x_hat: Array, y_hat: Array, out: Array, prec: Any,
-                          adjoint: bool) -> None:
-        """Stages 1-5 as the base class, but where a forward product runs on
-        the tensor cores (``sbgemm_tc``) after the fused transform, ``x_hat``
-        is laid out in tiles of ``K`` series (``fmv::spectrum_index``): the
-        transform then writes each parameter's spectra in one run instead of
-        runs of a few values per frequency."""
-        tile = self._forward_tile(x, Fhat, x_hat, prec, adjoint)
-        if not tile:
-            super().transform_product(x, Fhat, x_hat, y_hat, out, prec, adjoint)
-            return
-        n, nt, K = x.shape
-        self._fused_transform("rfft_pad", x, x_hat, _R2C[np.dtype(prec.fft)], n * K, K, nt, None, tile=tile)
-        self._sbgemm_native(Fhat, x_hat, y_hat, x_tiled=True)
-        self.irfft_unpad(y_hat, out, prec.ifft)
-
-    def _forward_tile(self, x: Array, Fhat: Array, x_hat: Array, prec: Any, adjoint: bool) -> int:
-        """The tile width in which :meth:`transform_product` lays out
-        ``x_hat``: ``K``, for a forward product with ``sbgemm_tc`` in ``x_hat``'s
-        dtype after the fused transform, whose series per block are fewer than
-        ``K`` and divide it; else 0."""
-        if adjoint or not self.tiled_forward_spectra or x.ndim != 3 or self.fft_layout["r2c"] != "fused":
-            return 0
-        n, nt, K = x.shape
-        ta = np.dtype(Fhat.dtype)
-        if (not n or not Fhat.size or x_hat.dtype != ta or not x.flags.c_contiguous or not Fhat.flags.c_contiguous
-                or not self.gemm_min_k[ta] <= K < self.blas_min_k[(ta, False)]):
-            return 0
-        cfg = self._fused_config(nt, _R2C[np.dtype(prec.fft)], n * K, K)
-        if cfg is None or cfg[0]["rfft_pad"] >= K or K % cfg[0]["rfft_pad"]:  # (S >= K: runs of S values already)
-            return 0
-        return K if self._gemm_launch(Fhat, x_hat)[6] == "sbgemm_tc" else 0
 
     # -- stage 3 ---------------------------------------------------------
     def sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool) -> None:
@@ -1308,28 +1265,10 @@ class GPUBackend(Backend):
                 np.int32(col1), np.int32(keep), np.int32(spectra_tile))
         return fn, grid, (CT * RS,), smem, tail, 1
 
-    def _sbgemm_native(self, Fhat: Array, x_hat: Array, out: Array, x_tiled: bool = False) -> None:
-        """Forward product with several right-hand sides through ``sbgemm_tc``,
-        ``sbgemm_fwd`` or ``sbgemm_staged`` (``Fhat`` read once per 16
-        right-hand sides, 3M complex products); ``x_tiled`` (``sbgemm_tc``
-        only): ``x_hat`` in tiles of ``K`` series (:meth:`transform_product`)."""
-        ta = np.dtype(Fhat.dtype)
-        fn, grid, block, smem, tail, S, kind = self._gemm_launch(Fhat, x_hat)
-        if kind != "sbgemm_fwd" and x_hat.dtype != ta:  # sbgemm_tc and sbgemm_staged copy X as it is
-            xc = self.scratch(x_hat.shape, ta, "gemm-in")
-            self._ccast(x_hat, xc, 1.0)
-            x_hat = xc
-        if kind == "sbgemm_tc":
-            tail += (np.int32(x_tiled),)
-        elif x_tiled:
-            raise ValueError(f"{kind} reads no tiled spectra")
-        dst = out if S == 1 else self.scratch((S,) + out.shape, ta, "sbgemm-splits")
-        self._run_kernel(fn, grid, block, (Fhat, x_hat, dst) + tail, smem)
-        if S > 1:
-            self._sum_splits(dst, out, S)
-
-    def _gemm_launch(self, Fhat: Array, x_hat: Array) -> tuple:
-        """The launch of :meth:`_sbgemm_native` (:meth:`_gemm_config`, kept per shape and setting)."""
+    def _sbgemm_native(self, Fhat: Array, x_hat: Array, out: Array) -> None:
+        """Forward product with several right-hand sides through ``sbgemm_fwd``
+        or ``sbgemm_staged`` (``Fhat`` read once per 16 right-hand sides, 3M
+        complex products)."""
         nf, nd, nm = Fhat.shape
         K = x_hat.shape[2]
         ta = np.dtype(Fhat.dtype)
@@ -1343,7 +1282,15 @@ class GPUBackend(Backend):
         if cfg is None:
             cfg = self._launch[key] = self._gemm_config(nf, nd, nm, K, KB, ta, np.dtype(x_hat.dtype), lda, aligned,
                                                         x_pairs)
-        return cfg
+        fn, grid, block, smem, tail, S, kind = cfg
+        if kind != "sbgemm_fwd" and x_hat.dtype != ta:  # sbgemm_tc and sbgemm_staged copy X as it is
+            xc = self.scratch(x_hat.shape, ta, "gemm-in")
+            self._ccast(x_hat, xc, 1.0)
+            x_hat = xc
+        dst = out if S == 1 else self.scratch((S,) + out.shape, ta, "sbgemm-splits")
+        self._run_kernel(fn, grid, block, (Fhat, x_hat, dst) + tail, smem)
+        if S > 1:
+            self._sum_splits(dst, out, S)
 
     def tensor_cores_for(self, dtype: Any) -> bool:
         """Whether ``sbgemm_tc`` and ``sbgemm_adj_tc`` can run in complex ``dtype`` here."""
