@@ -16,23 +16,9 @@ import cupy as cp
 import numpy as np
 
 from fftmatvec.backend.gpu import GPUBackend
+from tensor_products import event_time
 
 N, NT, K = 5000, 1000, 16
-
-
-def event_time_us(fn, reps: int = 7) -> float:
-    """Median microseconds of ``fn`` over ``reps`` calls after one warm-up, each between two CUDA events."""
-    fn()
-    cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end) * 1e3)
-    return float(np.median(times))
 
 
 def main() -> None:
@@ -43,9 +29,8 @@ def main() -> None:
             out = cp.empty((NT + 1, N, K), ctype)
             S = be._fused_config(NT, ctype, N * K, K)[0]["rfft_pad"]
             for tile in (0, S, K):
-                t = event_time_us(lambda: be._fused_transform("rfft_pad", x, out, ctype, N * K, K, NT, None,
-                                                              tile=tile))
-                print(json.dumps(dict(round=rnd, ctype=ctype.name, S=S, tile=tile, us=round(t, 1))))
+                t = event_time(lambda: be._fused_transform("rfft_pad", x, out, ctype, N * K, K, NT, None, tile=tile))
+                print(json.dumps(dict(round=rnd, ctype=ctype.name, S=S, tile=tile, us=round(t * 1e6, 1))))
 
 
 if __name__ == "__main__":
