@@ -75,6 +75,7 @@ def main(argv=None) -> int:
     ap.add_argument("--parts", default="small,mid,variants,engine,k16,kernels,host")
     ap.add_argument("--kernel-sizes", default="small,mid,big,big16", help="sizes of the kernels part")
     ap.add_argument("--sweep-sizes", default="big", help="sizes of the fftsweep part: big, mid, big16, bigK, bigKwide")
+    ap.add_argument("--timeline-sizes", default="small,mid", help="sizes of the timeline part: small, mid, big")
     ap.add_argument("--gemm-dtypes", default="complex64,complex128", help="dtypes of the gemmvar part")
     ap.add_argument("--set", action="append", default=[], metavar="ATTR[.KEY]=VALUE",
                     help="set an integer attribute of the backend (a kernel's tuning), or one entry of a dict "
@@ -1835,11 +1836,14 @@ def main(argv=None) -> int:
                         emit(**rec)
 
     def part_timeline():
-        """Where a waited-for product's time goes, at the fixture and middle sizes: PyTorch's profiler
+        """Where a waited-for product's time goes (``--timeline-sizes``): PyTorch's profiler
         records each call (host), its launches (CUDA runtime and driver calls) and its kernels (CUPTI) on
         one clock, so a call splits into host work before the first launch, launch to the first kernel's
         start, the kernels and the gaps between them, and the last kernel's end to the call's return.
-        (The profiler adds its own host time to each call and launch; the device part is exact.)"""
+        (The profiler adds its own host time to each call and launch; the device part is exact.)
+        Each kernel's median duration is also taken with the same calls queued back to back, so that a
+        kernel that runs slower when the device was idle before it shows (``kernel_us``: waited,
+        back to back)."""
         import importlib.util
         import os
         import tempfile
@@ -1853,9 +1857,29 @@ def main(argv=None) -> int:
         from fftmatvec.bench import random_slab
         from fftmatvec.operator import BTTOperator
 
-        cases = [((15, 289, 10), "ddddd", False), ((15, 289, 10), "ddddd", True),
-                 ((50, 1000, 500), "ddddd", False), ((50, 1000, 500), "ddddd", True),
-                 ((50, 1000, 500), "dssdd", False), ((50, 1000, 500), "ddssd", True)]
+        shapes = {"small": (15, 289, 10), "mid": (50, 1000, 500), "big": (100, 5000, 1000)}
+        codes = {"small": [("ddddd", False), ("ddddd", True)],
+                 "mid": [("ddddd", False), ("ddddd", True), ("dssdd", False), ("ddssd", True)]}
+        codes["big"] = codes["mid"]
+        cases = [(shapes[size], code, adjoint) for size in args.timeline_sizes.split(",")
+                 for code, adjoint in codes[size]]
+
+        def trace(prof):
+            fd, path = tempfile.mkstemp(suffix=".json")
+            os.close(fd)
+            prof.export_chrome_trace(path)
+            with open(path) as fh:
+                events = [e for e in json.load(fh)["traceEvents"] if e.get("ph") == "X"]
+            os.unlink(path)
+            return events
+
+        def kernel_medians(events):
+            by_name = {}
+            for e in events:
+                if e.get("cat") == "kernel":
+                    by_name.setdefault(e["name"][:60], []).append(e["dur"])
+            return {name: round(float(np.median(d)), 2) for name, d in by_name.items()}
+
         for (nd, nm, nt), code, adjoint in cases:
             f = random_slab(0, nd, nm, nt, (0, nd), (0, nm))
             op = BTTOperator(f, device=be, precision=code, adjoint_precision=code)
@@ -1869,12 +1893,12 @@ def main(argv=None) -> int:
                     with record_function("call"):
                         apply(x)
                         be.synchronize()
-            fd, path = tempfile.mkstemp(suffix=".json")
-            os.close(fd)
-            prof.export_chrome_trace(path)
-            with open(path) as fh:
-                events = [e for e in json.load(fh)["traceEvents"] if e.get("ph") == "X"]
-            os.unlink(path)
+            events = trace(prof)
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                for _ in range(40):
+                    apply(x)
+                be.synchronize()
+            back_to_back = kernel_medians(trace(prof))
             calls = sorted((e for e in events if e.get("name") == "call" and e.get("cat") == "user_annotation"),
                            key=lambda e: e["ts"])
             kernels = sorted((e for e in events if e.get("cat") == "kernel"), key=lambda e: e["ts"])
@@ -1894,8 +1918,9 @@ def main(argv=None) -> int:
                                  span=end - first["ts"], after_kernels=t1 - end, n_kernels=len(ks),
                                  n_launches=len(ls)))
             med = {k: round(float(np.median([r[k] for r in rows])), 2) for k in rows[0]} if rows else {}
+            waited = kernel_medians(events)
             emit(what="timeline", size=f"{nm}x{nd}x{nt}", code=code, adjoint=adjoint, calls=len(rows),
-                 kernel_names=sorted({k["name"][:60] for k in kernels}),
+                 kernel_us={name: [t, back_to_back.get(name)] for name, t in waited.items()},
                  launch_names=sorted({e["name"] for e in launches}), median_us=med)
 
     for name, fn in (("latency", part_latency), ("small", part_small), ("mid", part_mid),

@@ -42,3 +42,31 @@ def test_markdown_table_of_a_bench_run(capsys):
     rows = capsys.readouterr().out.splitlines()
     assert rows[0].startswith("| size `Nm x Nd x Nt` |") and len(rows) == 2 + 12
     assert "| 5000 x 100 x 1000 | 1 | `ddddd` | `F m` | 2053.5 |" in rows[2]
+
+
+def _bench(nm, nd, nt, code, adjoint, K, time_s, floor_s, **extra):
+    return dict(device="gpu", Nm=nm, Nd=nd, Nt=nt, precision=code, adjoint=adjoint, nrhs=K, time_s=time_s,
+                back_to_back_s=0.9 * time_s, time_per_vector_s=time_s / K, floor_s=floor_s,
+                floor_ratio=time_s / floor_s, speedup_vs_naive=1.2, **extra)
+
+
+def test_targets_row_marks_what_is_met(tmp_path, capsys):
+    """One row per run; a value within its target is bold, one just past it is not."""
+    big, mid = (5000, 100, 1000), (1000, 50, 500)
+    runs = [_bench(*big, "ddddd", False, 1, 1.00e-3, 1e-3), _bench(*big, "ddddd", True, 1, 1.06e-3, 1e-3),
+            _bench(*big, "dssdd", False, 1, 0.55e-3, 0.5e-3), _bench(*big, "ddssd", True, 1, 0.52e-3, 0.5e-3),
+            _bench(*big, "ddddd", False, 16, 16e-3 / 12, 1e-3), _bench(*big, "dssdd", False, 16, 1.6e-3, 0.5e-3),
+            _bench(*mid, "ddddd", False, 1, 1.30e-4, 1e-4), _bench(*mid, "ddssd", True, 1, 1.31e-4, 1e-4),
+            _bench(289, 15, 10, "ddddd", False, 1, 20.1e-6, 1e-7)]
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    _summary().targets([str(path)])
+    header, rule, row = capsys.readouterr().out.splitlines()
+    assert header.startswith("| run |") and rule.count("|") == header.count("|")
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[0] == "`run.jsonl`"
+    assert cells[1] == "**1.000 (0.900)**, 1.060 (0.954), 1.100 (0.990), **1.040 (0.936)**"
+    assert cells[2] == "**0.550**, **0.491**"  # dssdd / ddddd 0.55 exactly, ddssd / ddddd F^T d
+    assert cells[4] == "**1.300 (1.170)**, -, -, 1.310 (1.179)"  # rows not run show as "-"
+    assert cells[5] == "20.1"
+    assert cells[6] == "**1/12.0**, 1/5.5"
