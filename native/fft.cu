@@ -651,14 +651,16 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 10
 
 // Stages 4-5: y_s[t] = scale * sum_f' Y[f * B + s] exp(2 pi i f t / L), t < M = Nt (Hermitian extension of
 // f = 0..M, TI -> TC arithmetic -> TO).  With `tiled` (K = 1), Y is laid out in tiles of S series instead
-// (fmv::spectrum_index with tile = S): a block's spectra are one contiguous run.
+// (fmv::spectrum_index with tile = S): a block's spectra are one contiguous run, and with `release` the block
+// drops that run from the L2 once it has read it (fmv::discard_l2): the big ddssd adjoint took 971.3-971.8
+// against 980.7-980.9 us back to back (benchmarks/results/h200-launch-ab-release-stop35.jsonl).
 // In complex128 the register budget is set for 768 threads: shared memory holds three blocks of 256 threads at
 // the big size (two rows of 1008 values for each of two series), and the first pass's butterfly of radix 10
 // with its partner's values needs more than the 64 registers of 1024.
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int M, int... Rs>
 __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 1024, NT>())
     irfft_unpad(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp, const TC* __restrict__ twl,
-                int B, int K, typename fmv::real_of<TC>::type scale, int tiled) {
+                int B, int K, typename fmv::real_of<TC>::type scale, int tiled, int release) {
     fmv::let_next_grid_start();
     fmv::wait_for_prior_grids();
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
@@ -671,6 +673,10 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 10
     const int ns = fmv::min_(S, B - s0);
     const TI* Yb = Y + fmv::spectrum_index(0, s0, M + 1, B, tiled ? S : 0);  // a tile's stride: its series
     fmv::first_pass_from_spectrum<Radices::first, M, S, LOGS, NT>(Yb, twl, ns, tiled ? ns : B, buf0);
+    if (release && tiled) {  // every load of the tile has returned once the block has passed the barrier
+        __syncthreads();
+        fmv::discard_l2(Yb, (fmv::index_t)ns * (M + 1) * sizeof(TI), threadIdx.x, NT);
+    }
     Radices::template rest<1, M, S, NT, IP, TC>::run(
         buf0, buf1, twp, fmv::ToSamples<M, S, LOGS, NT, TC, TO>{y, s0, ns, K, scale});
 }
@@ -682,7 +688,7 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 10
     template __global__ void rfft_pad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, int);
 #define FMV_IRFFT(TI, TC, TO, ...)                                                                                \
     template __global__ void irfft_unpad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, \
-                                                                   typename fmv::real_of<TC>::type, int);
+                                                                   typename fmv::real_of<TC>::type, int, int);
 FMV_RFFT(double, double2, double2, 1, 512, 0, 0, 1000, 10, 10, 10)
 FMV_RFFT(double, double2, double2, 1, 512, 0, 0, 1000, 5, 5, 5, 8)
 FMV_RFFT(double, float2, float2, 2, 256, 0, 1, 500, 4, 5, 5, 5)

@@ -191,6 +191,20 @@ FMV_DEV void prefetch_l2(const void* p) {
 #endif
 }
 
+// Drop from the L2, without writing them back, the 128-byte lines that lie wholly in [p, p + bytes): lines
+// first, first + step, ... of them.  Their contents become undefined, so only for scratch that nothing reads
+// again; it saves the write-back of lines still dirty in the L2 and frees the room they hold there while the
+// next product streams Fhat.  A no-op before compute capability 8.0 and on HIP.
+FMV_DEV void discard_l2(const void* p, index_t bytes, index_t first, index_t step) {
+#if !defined(FMV_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned long long begin = ((unsigned long long)p + 127) & ~127ull;
+    const unsigned long long end = ((unsigned long long)p + (unsigned long long)bytes) & ~127ull;
+    for (unsigned long long q = begin + 128ull * (unsigned long long)first; q < end;
+         q += 128ull * (unsigned long long)step)
+        asm volatile("discard.global.L2 [%0], 128;" ::"l"(q) : "memory");
+#endif
+}
+
 // Asynchronous copy of BYTES (4, 8 or 16) from global to shared memory
 // (cp.async, no register holds them on the way; both addresses aligned to
 // BYTES), zero-filled when !valid (src is then not read).  Copies issued

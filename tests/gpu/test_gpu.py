@@ -248,20 +248,25 @@ def test_programmatic_launch_equals_plain(gpu, rng, code, shape):
         assert ws.slot.get("graphs"), ws.slot.get("error")
 
 
+@pytest.mark.parametrize("release", [True, False], ids=["released", "kept"])
 @pytest.mark.parametrize("code", ["ddddd", "ddssd", "sssss"])
 @pytest.mark.parametrize("shape,flat,tiles", [
     ((50, 1000, 500), None, True), ((23, 301, 50), None, True), ((11, 530, 40), None, True),
     ((50, 1000, 64), False, True), ((9, 303, 40), False, True), ((7, 33, 1000), None, False)],
     ids=["mid", "odd", "pairs-partial", "blocked", "blocked-odd", "one-series-blocks"])
-def test_tiled_spectra_equal_frequency_major(rng, code, shape, flat, tiles):
+def test_tiled_spectra_equal_frequency_major(rng, code, shape, flat, tiles, release):
     """The adjoint with one right-hand side, its spectra laid out in tiles of
     the inverse transform's series per block (the balanced and the blocked
     kernel; a narrower last tile where the tile does not divide Nm, of one
     column or of a pair), gives bit for bit what the frequency-major layout
-    gives, eagerly and replayed, on a new input each call; the tiles were
-    taken, except with one series per block (33 series), where they are not.
-    (Nt above 32: smaller products run as one kernel, ``direct_plan``.)"""
+    gives, eagerly and replayed, on a new input each call, whether the
+    inverse drops each tile from the L2 once read (``release_spectra``: a
+    block that dropped lines of its neighbours' tiles before they read them
+    would change their results) or not; the tiles were taken, except with
+    one series per block (33 series), where they are not.  (Nt above 32:
+    smaller products run as one kernel, ``direct_plan``.)"""
     tiled, plain = GPUBackend(), GPUBackend()
+    tiled.release_spectra = release
     plain.tiled_spectra = False
     for be in (tiled, plain):
         if flat is not None:

@@ -405,6 +405,13 @@ class GPUBackend(Backend):
         # the middle ddddd one 108.7-108.8 against 109.4-109.5 us
         # (benchmarks/results/h200-probe-kernels-rfftkeep-stop25-*)
         self.rfft_keep_max_bytes = l2_bytes
+        # the inverse drops each tile of the adjoint's spectra from the L2 unwritten once it has read it, so that
+        # they are not written back, nor hold L2 room, while the next product streams Fhat: the big ddssd adjoint
+        # 971.3-971.8 against 980.7-980.9 us back to back, the middle one 56.6-56.8 against 57.6-57.9 us
+        # (benchmarks/results/h200-launch-ab-release-stop35.jsonl).  Dropping the forward's input spectra after
+        # the product too cost the forward products 0.5-2.6 us (h200-launch-ab-release-both-stop35.jsonl): the
+        # next transform overwrites them in the L2 anyway, and the drops delay the small inverse after it.
+        self.release_spectra = os.environ.get("FFTMATVEC_RELEASE_SPECTRA", "1") != "0"
         self.graph_max_bytes = int(os.environ.get("FFTMATVEC_GRAPH_MAX_BYTES", 1 << 62))
         self.max_graphs = 4
         self._launcher = launch.ProgrammaticLauncher.load() if not kernels.is_hip() and cc >= 90 else None
@@ -985,7 +992,9 @@ class GPUBackend(Backend):
     def _fused_transform(self, which: str, src: Array, dst: Array, ctype: np.dtype, B: int, K: int, M: int,
                          scale: float | None, tiled: bool = False) -> bool:
         """Run ``which`` ("rfft_pad" or "irfft_unpad", native/fft.cu) from ``src``
-        to ``dst``; False (nothing done) when the length is not supported."""
+        to ``dst``; False (nothing done) when the length is not supported.
+        A ``tiled`` inverse drops each tile of ``src`` from the L2 once it has
+        read it when :attr:`release_spectra`."""
         cfg = self._fused_config(M, np.dtype(ctype), B, K)
         if cfg is None or B == 0:
             return cfg is not None
@@ -1014,7 +1023,7 @@ class GPUBackend(Backend):
         if which == "rfft_pad":  # its spectra kept in the L2 when they fit
             args.append(np.int32(dst.nbytes <= self.rfft_keep_max_bytes))
         else:
-            args += [_C2R[np.dtype(ctype)].type(scale), np.int32(tiled)]
+            args += [_C2R[np.dtype(ctype)].type(scale), np.int32(tiled), np.int32(self.release_spectra)]
         self._run_kernel(fn, (blocks,), (threads,), tuple(args), smem)
         return True
 
@@ -1037,7 +1046,8 @@ class GPUBackend(Backend):
         the fused one, ``y_hat`` is laid out in tiles of the inverse's series
         per block (``fmv::spectrum_index``): each block of the inverse then
         reads its spectra in one run instead of a run of a few values per
-        frequency."""
+        frequency.  With :attr:`release_spectra` each block of the inverse
+        then drops its tile from the L2 unwritten once it has read it."""
         tile = self._spectra_tile(Fhat, x_hat, y_hat, out, dtype, adjoint)
         if not tile:
             super().sbgemv_irfft_unpad(Fhat, x_hat, y_hat, out, dtype, adjoint)
