@@ -409,8 +409,9 @@ class GPUBackend(Backend):
         # they are not written back, nor hold L2 room, while the next product streams Fhat: the big ddssd adjoint
         # 971.3-971.8 against 980.7-980.9 us back to back, the middle one 56.6-56.8 against 57.6-57.9 us
         # (benchmarks/results/h200-launch-ab-release-stop35.jsonl).  Dropping the forward's input spectra after
-        # the product too cost the forward products 0.5-2.6 us (h200-launch-ab-release-both-stop35.jsonl): the
-        # next transform overwrites them in the L2 anyway, and the drops delay the small inverse after it.
+        # the product too cost the forward products 0.3-2.6 us back to back, the big ddddd one up to 13 us
+        # (h200-launch-ab-release-both-stop35.jsonl): the next transform overwrites them in the L2 anyway, and the
+        # drops delay the small inverse after it.
         self.release_spectra = os.environ.get("FFTMATVEC_RELEASE_SPECTRA", "1") != "0"
         self.graph_max_bytes = int(os.environ.get("FFTMATVEC_GRAPH_MAX_BYTES", 1 << 62))
         self.max_graphs = 4
