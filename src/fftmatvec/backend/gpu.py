@@ -299,6 +299,12 @@ class GPUBackend(Backend):
         then reads one contiguous run at a time
         (:meth:`sbgemv_irfft_unpad`; ``$FFTMATVEC_TILED_SPECTRA=0`` turns it
         off).
+    release_spectra : bool
+        Each block of that inverse drops its tile from the L2 unwritten once
+        it has read it (``discard.global.L2``; compute capability 8.0 or
+        higher), so that the dead spectra are neither written back nor
+        holding L2 room while the next product streams ``Fhat``
+        (``$FFTMATVEC_RELEASE_SPECTRA=0`` turns it off).
     fused_max_blocks : int or None
         Most thread blocks of a forward transform that loops over groups of
         series (from float64 into complex64, ``K = 1``; None: as many as fit
