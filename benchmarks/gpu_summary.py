@@ -151,18 +151,20 @@ def _run_rows(path):
     return rows
 
 
+def _bold(text, met):
+    return f"**{text}**" if met else text
+
+
 def targets(paths):
     """One Markdown row per table run (a file of benchmarks/gpu_bench_targets.sh) against the GPU issue's
     targets: waited-for time over the floor (back to back in brackets) of the four one-vector products at
     the big and middle sizes, the mixed codes' time over ddddd's, the speed-up over naive at the big size,
     the fixture's F m, and K = 16's time per vector as a fraction of one vector's; a target met is in bold."""
-    def ratio(r, limit):
-        text = f"{r['floor_ratio']:.3f} ({r['back_to_back_s'] / r['floor_s']:.3f})"
-        return f"**{text}**" if r["floor_ratio"] <= limit else text
-
     def cells(rows, size, limit):
         got = [rows.get((size, code, adjoint, 1)) for code, adjoint in _ONE_VECTOR]
-        return ", ".join("-" if r is None else ratio(r, limit) for r in got)
+        return ", ".join("-" if r is None else
+                         _bold(f"{r['floor_ratio']:.3f} ({r['back_to_back_s'] / r['floor_s']:.3f})",
+                               r["floor_ratio"] <= limit) for r in got)
 
     print("| run | big: `ddddd` `F m`, `F^T d`, `dssdd`, `ddssd` x floor (back to back) | mixed / `ddddd` "
           "| naive / ours | middle, the same | fixture `F m` (us) | `K = 16`: `ddddd`, `dssdd` |")
@@ -170,24 +172,21 @@ def targets(paths):
     for path in paths:
         rows = _run_rows(path)
         one = {(code, adjoint): rows.get((_BIG, code, adjoint, 1)) for code, adjoint in _ONE_VECTOR}
-        mixed = [(one[("dssdd", False)], one[("ddddd", False)]), (one[("ddssd", True)], one[("ddddd", True)])]
-        mixed_cell = ", ".join("-" if a is None or b is None else
-                               (lambda q: f"**{q:.3f}**" if q <= 0.55 else f"{q:.3f}")(a["time_s"] / b["time_s"])
-                               for a, b in mixed)
+        mixed = []
+        for a, b in ((one[("dssdd", False)], one[("ddddd", False)]), (one[("ddssd", True)], one[("ddddd", True)])):
+            q = None if a is None or b is None else a["time_s"] / b["time_s"]
+            mixed.append("-" if q is None else _bold(f"{q:.3f}", q <= 0.55))
         speedups = [r["speedup_vs_naive"] for r in one.values() if r is not None and "speedup_vs_naive" in r]
-        naive_cell = (f"{min(speedups):.2f}-{max(speedups):.2f}x" if speedups else "-")
+        naive = f"{min(speedups):.2f}-{max(speedups):.2f}x" if speedups else "-"
         fixture = rows.get((_FIXTURE, "ddddd", False, 1))
-        fixture_cell = "-" if fixture is None else (
-            lambda t: f"**{t:.1f}**" if t <= 20 else f"{t:.1f}")(fixture["time_s"] * 1e6)
+        t = None if fixture is None else fixture["time_s"] * 1e6
+        fixture_cell = "-" if t is None else _bold(f"{t:.1f}", t <= 20)
         k16 = []
         for code in ("ddddd", "dssdd"):
             many, single = rows.get((_BIG, code, False, 16)), one[(code, False)]
-            if many is None or single is None:
-                k16.append("-")
-            else:
-                n = single["time_s"] / many["time_per_vector_s"]
-                k16.append(f"**1/{n:.1f}**" if n >= 12 else f"1/{n:.1f}")
-        print(f"| `{Path(path).name}` | {cells(rows, _BIG, 1.05)} | {mixed_cell} | {naive_cell} | "
+            n = None if many is None or single is None else single["time_s"] / many["time_per_vector_s"]
+            k16.append("-" if n is None else _bold(f"1/{n:.1f}", n >= 12))
+        print(f"| `{Path(path).name}` | {cells(rows, _BIG, 1.05)} | {', '.join(mixed)} | {naive} | "
               f"{cells(rows, _MID, 1.3)} | {fixture_cell} | {', '.join(k16)} |")
 
 
