@@ -6,9 +6,10 @@ either with settings of the backend's integer attributes appended, e.g.
 ``pdl:2+fwd_lanes=64``, or register targets of its kernels
 (``+reg.PREFIX=N``: the kernels whose name expression starts with
 ``PREFIX``, which holds no comma, built to ``N`` registers, e.g.
-``pdl+reg.sbgemv_adj_flat<float2=32``), and either with ``@REV``: ``native/sbgemv.cu`` from
-git revision ``REV`` (or ``@file:PATH``, from that file; see
-``ab_sources.py``), launched as the working tree launches it.  For every
+``pdl+reg.sbgemv_adj_flat<float2=32``), and either with ``@REV``: the file of
+``native/`` that ``--source`` names (default ``sbgemv.cu``) from git
+revision ``REV`` (or ``@file:PATH``, from that file; see ``ab_sources.py``),
+launched as the working tree launches it.  For every
 row (the GPU issue's middle-size rows; with ``--big`` the big size's
 one-vector rows too) the variants' operators are built on the same
 ``Fhat`` and input, checked to agree with the first (``rel_diff``: bit for
@@ -74,7 +75,7 @@ def register_targets(variant: str) -> list[tuple[str, int]]:
 def run_row(f: np.ndarray, code: str, adjoint: bool, backends: dict[str, GPUBackend], rounds: int, reps: int,
             emit, select, registers: dict[str, dict[str, int]]) -> None:
     """Time one row's variants (each an operator on ``f`` of its own backend), alternated ``rounds`` times;
-    ``select(variant)`` picks the revision of ``sbgemv.cu`` and the register targets that kernels are built with;
+    ``select(variant)`` picks the revision of the ``--source`` file and the register targets that kernels are built with;
     ``registers[variant]`` holds the registers of each kernel built for it."""
     variants = list(backends)
     first = backends[variants[0]]
@@ -116,10 +117,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("-N", type=int, default=200)
     ap.add_argument("--big", action="store_true", help="the big size's one-vector rows too")
+    ap.add_argument("--source", default="sbgemv.cu", help="the file of native/ that @REV variants take")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     backends = {v: backend(v) for v in args.variants.split(",")}
-    select_rev = use_revisions("sbgemv.cu", sorted({v.partition("@")[2] for v in backends} - {""}))
+    select_rev = use_revisions(args.source, sorted({v.partition("@")[2] for v in backends} - {""}))
     targets = {"now": []}
     use_register_targets(lambda: targets["now"])
     registers = {v: {} for v in backends}  # the kernels each variant's products were built with
