@@ -592,13 +592,6 @@ template <int M, int S, int IP, typename C> struct StagingOffset {
     static constexpr int value = ((IP ? 1 : 2) * S * Row<M, S, C>::ld * (int)sizeof(C) + 15) / 16;
 };
 
-// The twiddle tables twp (M - 1 entries) and twl (M + 1) into the L1 (prefetch_table), before the kernel's wait:
-// no kernel writes them, and each pass would otherwise wait for the L2 or DRAM for its first twiddle.
-template <int M, int NT, typename C> FMV_DEV void prefetch_twiddles(const C* twp, const C* twl) {
-    prefetch_table(twp, (index_t)(M - 1) * sizeof(C), threadIdx.x, NT);
-    prefetch_table(twl, (index_t)(M + 1) * sizeof(C), threadIdx.x, NT);
-}
-
 // Blocks of NT threads per multiprocessor that the register budget is set for,
 // for THREADS resident threads.
 template <int THREADS, int NT> constexpr int blocks_of() { return THREADS / NT > 0 ? THREADS / NT : 1; }
@@ -622,7 +615,6 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 10
     rfft_pad(const TI* __restrict__ x, TO* __restrict__ X, const TC* __restrict__ twp, const TC* __restrict__ twl,
              int B, int K, int keep) {
     fmv::let_next_grid_start();
-    fmv::prefetch_twiddles<M, NT>(twp, twl);
     fmv::wait_for_prior_grids();
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
     typedef fmv::Split<Rs...> Radices;
@@ -670,7 +662,6 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 10
     irfft_unpad(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp, const TC* __restrict__ twl,
                 int B, int K, typename fmv::real_of<TC>::type scale, int tiled, int release) {
     fmv::let_next_grid_start();
-    fmv::prefetch_twiddles<M, NT>(twp, twl);
     fmv::wait_for_prior_grids();
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
     typedef fmv::Split<Rs...> Radices;

@@ -191,20 +191,6 @@ FMV_DEV void prefetch_l2(const void* p) {
 #endif
 }
 
-// Ask for the 128-byte lines of [p, p + bytes) (lines first, first + step, ... of them) in the L1, and in the
-// L2 at evict-last priority: a hint for read-only tables (the transforms' twiddles), so that a kernel issues it
-// before its wait and its passes find the tables in the L1 instead of waiting for the L2 or DRAM each pass.
-FMV_DEV void prefetch_table(const void* p, index_t bytes, index_t first, index_t step) {
-#if !defined(FMV_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned long long end = (unsigned long long)p + (unsigned long long)bytes;
-    for (unsigned long long q = ((unsigned long long)p & ~127ull) + 128ull * (unsigned long long)first; q < end;
-         q += 128ull * (unsigned long long)step) {
-        asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(q));
-        asm volatile("prefetch.global.L1 [%0];" ::"l"(q));
-    }
-#endif
-}
-
 // Drop from the L2, without writing them back, the 128-byte lines that lie wholly in [p, p + bytes): lines
 // first, first + step, ... of them.  Their contents become undefined, so only for scratch that nothing reads
 // again; it saves the write-back of lines still dirty in the L2 and frees the room they hold there while the
