@@ -56,11 +56,23 @@ def use_register_targets(targets: Callable[[], list[tuple[str, int]]]) -> None:
     def kernel_with_targets(fname: str, name: str, *targs):
         expr = kernels.name_expression(name, *targs)
         engine_targets = dict(kernels.REGISTER_TARGETS)
-        kernels.REGISTER_TARGETS.update({expr: n for prefix, n in targets() if expr.startswith(prefix)})
+        asked = {expr: n for prefix, n in targets() if expr.startswith(prefix)}
+        kernels.REGISTER_TARGETS.update(asked)
         try:
-            return engine_kernel(fname, name, *targs)
+            fn = engine_kernel(fname, name, *targs)
         finally:
             kernels.REGISTER_TARGETS.clear()
             kernels.REGISTER_TARGETS.update(engine_targets)
+        check_register_target(expr, asked.get(expr, 0), int(fn.num_regs))
+        return fn
 
     kernels.kernel = kernel_with_targets
+
+
+def check_register_target(expr: str, asked: int, built: int) -> None:
+    """Stop when kernel ``expr`` was asked for ``asked`` registers (0: none asked) and built with more: a kernel
+    whose ``__launch_bounds__`` give a minimum of blocks is built to those bounds, and ptxas then ignores
+    ``--maxrregcount``, so the variant would time the engine's own build under another name."""
+    if asked and built > asked:
+        raise SystemExit(f"{expr}: asked for {asked} registers, built with {built} (its __launch_bounds__ take "
+                         f"precedence over --maxrregcount): change the bounds in native/ instead")

@@ -1,0 +1,26 @@
+"""benchmarks/ab_sources.py: a variant's register target that the build did
+not honour stops the comparison instead of timing the engine's own build."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _ab_sources():
+    spec = importlib.util.spec_from_file_location("ab_sources", BENCH / "ab_sources.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("asked, built", [(0, 64), (40, 40), (40, 32)])
+def test_register_target_met_or_not_asked(asked, built):
+    _ab_sources().check_register_target("irfft_unpad<float2, float2, double>", asked, built)
+
+
+def test_register_target_not_met_stops():
+    with pytest.raises(SystemExit, match="asked for 40 registers, built with 64"):
+        _ab_sources().check_register_target("irfft_unpad<float2, float2, double>", 40, 64)
