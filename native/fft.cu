@@ -658,7 +658,7 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 10
 // the big size (two rows of 1008 values for each of two series), and the first pass's butterfly of radix 10
 // with its partner's values needs more than the 64 registers of 1024.
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int M, int... Rs>
-__global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 1536, NT>())
+__global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 1024, NT>())
     irfft_unpad(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp, const TC* __restrict__ twl,
                 int B, int K, typename fmv::real_of<TC>::type scale, int tiled, int release) {
     fmv::let_next_grid_start();
