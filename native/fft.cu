@@ -256,13 +256,25 @@ template <int S, int LOGS, int nb> struct PairItem {
 // twp), then its DFT.  Only w and w^H (H = (R + 1) / 2) are loaded; the other
 // powers are products of at most three of them: twiddle loads were most of
 // these kernels' L1 traffic after the shared-memory passes.
-template <int R, int DIR, int NS, typename C> FMV_DEV void twiddle_dft(C* v, const C* __restrict__ twp, int k) {
-    if (NS > 1 && R > 1) {
+template <typename C> struct Twiddles {
+    C w1, wH;
+};
+template <int R, int NS, typename C> FMV_DEV Twiddles<C> load_twiddles(const C* __restrict__ twp, int k) {
+    Twiddles<C> t{};
+    if constexpr (NS > 1 && R > 1) {
         constexpr int H = (R + 1) / 2;
         const C* tw = twp + (NS - 1) + k;
+        t.w1 = FMV_LDG(tw);
+        if constexpr (H > 1) t.wH = FMV_LDG(tw + (H - 1) * NS);
+    }
+    return t;
+}
+template <int R, int DIR, int NS, typename C> FMV_DEV void twiddle_dft(C* v, const Twiddles<C>& t) {
+    if constexpr (NS > 1 && R > 1) {
+        constexpr int H = (R + 1) / 2;
         C w[R];
-        w[1] = FMV_LDG(tw);
-        if (H > 1) w[H] = FMV_LDG(tw + (H - 1) * NS);
+        w[1] = t.w1;
+        if (H > 1) w[H] = t.wH;
 #pragma unroll
         for (int r = 2; r < R; ++r) {
             if (r < H) w[r] = cmul(w[r / 2], w[r - r / 2]);
@@ -272,6 +284,9 @@ template <int R, int DIR, int NS, typename C> FMV_DEV void twiddle_dft(C* v, con
         for (int r = 1; r < R; ++r) v[r] = cmul(v[r], DIR < 0 ? w[r] : cconj(w[r]));
     }
     Dft<R, DIR>::run(v);
+}
+template <int R, int DIR, int NS, typename C> FMV_DEV void twiddle_dft(C* v, const C* __restrict__ twp, int k) {
+    twiddle_dft<R, DIR, NS>(v, load_twiddles<R, NS>(twp, k));
 }
 
 // Row stride (elements) of a series in shared memory: M + 1, padded when the
@@ -304,13 +319,23 @@ template <int R, int M, int NS, int S, typename C> struct Butterfly {
     }
 };
 
-// One Stockham pass of radix R from `in` to `out`.  With IP (in place: `in`
+// The twiddles of a Stockham pass's butterfly threadIdx.x (the first of the
+// thread's), loaded before the barrier in front of the pass: every block of a
+// wave misses the tables in the L1 at once, so each pass would otherwise
+// start with a round trip to the L2 (h200-ncu-fwd-dssdd-mid-sass-stop36.csv).
+template <int R, int M, int NS, int S, typename C> FMV_DEV Twiddles<C> first_twiddles(const C* __restrict__ twp) {
+    typedef Butterfly<R, M, NS, S, C> Item;
+    return (int)threadIdx.x < S * Item::nb ? load_twiddles<R, NS>(twp, Item(threadIdx.x).k) : Twiddles<C>{};
+}
+
+// One Stockham pass of radix R from `in` to `out`; `first` holds the twiddles
+// of the thread's first butterfly (first_twiddles).  With IP (in place: `in`
 // and `out` are one buffer) each thread has at most one butterfly (S nb <=
 // NT): it reads its values, the block synchronises, then it writes them.  All
 // sizes are compile-time constants, so the index arithmetic has no divisions
 // and the loops unroll.
 template <int R, int DIR, int M, int NS, int S, int NT, int IP, typename C>
-FMV_DEV void stockham_pass(const C* in, C* out, const C* __restrict__ twp) {
+FMV_DEV void stockham_pass(const C* in, C* out, const C* __restrict__ twp, const Twiddles<C>& first) {
     typedef Butterfly<R, M, NS, S, C> Item;
     constexpr int items = S * Item::nb;
     if constexpr (IP) {
@@ -321,13 +346,20 @@ FMV_DEV void stockham_pass(const C* in, C* out, const C* __restrict__ twp) {
         if (e < items) b.load(in, v);
         __syncthreads();
         if (e < items) {
-            twiddle_dft<R, DIR, NS>(v, twp, b.k);
+            twiddle_dft<R, DIR, NS>(v, first);
             b.store(out, v);
         }
     } else {
+        if ((int)threadIdx.x < items) {
+            const Item b(threadIdx.x);
+            C v[R];
+            b.load(in, v);
+            twiddle_dft<R, DIR, NS>(v, first);
+            b.store(out, v);
+        }
         constexpr int unroll = R * sizeof(C) > 64 ? 1 : 2;  // two butterflies of 10 complex128 spill (64 registers)
 #pragma unroll unroll
-        for (int e = threadIdx.x; e < items; e += NT) {
+        for (int e = threadIdx.x + NT; e < items; e += NT) {
             const Item b(e);
             C v[R];
             b.load(in, v);
@@ -471,12 +503,23 @@ FMV_DEV void first_pass_from_spectrum(const TI* __restrict__ Yb, const C* __rest
     }
 }
 
+// The twiddles of the inverse's last pass for the thread's first butterfly
+// (as first_twiddles, for last_pass_to_global's work items).
+template <int R, int M, int S, int LOGS, typename C>
+FMV_DEV Twiddles<C> last_twiddles(const C* __restrict__ twp, int K) {
+    constexpr int NS = M / R;
+    int s, k;
+    work_item<S, LOGS, NS>(threadIdx.x, K, s, k);
+    return (int)threadIdx.x < S * NS ? load_twiddles<R, NS>(twp, k) : Twiddles<C>{};
+}
+
 // The last pass of the inverse transform (NS R = M), to global memory:
 // butterfly k of series s gives z[m] = (y[2m], y[2m+1]), m = k + r NS, of
-// which the samples below M are scaled, cast and stored.
+// which the samples below M are scaled, cast and stored; `first` holds the
+// twiddles of the thread's first butterfly (last_twiddles).
 template <int R, int M, int S, int LOGS, int NT, typename TO, typename C>
-FMV_DEV void last_pass_to_global(const C* in, const C* __restrict__ twp, TO* y, int s0, int ns, int K,
-                                 typename real_of<C>::type scale) {
+FMV_DEV void last_pass_to_global(const C* in, const C* __restrict__ twp, const Twiddles<C>& first, TO* y, int s0,
+                                 int ns, int K, typename real_of<C>::type scale) {
     constexpr int NS = M / R, ld = Row<M, S, C>::ld;
     const bool pairs = pairs_aligned<M>(y, K);
     TO* yk = y + thread_series_base<S>(s0, K, M);
@@ -488,7 +531,7 @@ FMV_DEV void last_pass_to_global(const C* in, const C* __restrict__ twp, TO* y, 
         C v[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) v[r] = src[r * NS];
-        twiddle_dft<R, 1, NS>(v, twp, k);
+        twiddle_dft<R, 1, NS>(v, e == (int)threadIdx.x ? first : load_twiddles<R, NS>(twp, k));
         if (s >= ns) continue;
         TO* ys = K == 1 ? y + (index_t)(s0 + s) * M : yk;
 #pragma unroll
@@ -517,15 +560,17 @@ FMV_DEV void last_pass_to_global(const C* in, const C* __restrict__ twp, TO* y, 
 template <int DIR, int M, int NS, int S, int NT, int IP, typename C, int... Rs> struct Passes;
 template <int DIR, int M, int NS, int S, int NT, int IP, typename C, int R> struct Passes<DIR, M, NS, S, NT, IP, C, R> {
     template <typename Last> static FMV_DEV void run(C* in, C* out, const C* twp, const Last& last) {
+        const Twiddles<C> first = last.template ahead<R>(twp);
         __syncthreads();
-        last.template run<R>(in, out, twp);
+        last.template run<R>(in, out, twp, first);
     }
 };
 template <int DIR, int M, int NS, int S, int NT, int IP, typename C, int R, int R2, int... Rest>
 struct Passes<DIR, M, NS, S, NT, IP, C, R, R2, Rest...> {
     template <typename Last> static FMV_DEV void run(C* in, C* out, const C* twp, const Last& last) {
+        const Twiddles<C> first = first_twiddles<R, M, NS, S>(twp);
         __syncthreads();
-        stockham_pass<R, DIR, M, NS, S, NT, IP>(in, out, twp);
+        stockham_pass<R, DIR, M, NS, S, NT, IP>(in, out, twp, first);
         Passes<DIR, M, NS * R, S, NT, IP, C, R2, Rest...>::run(out, in, twp, last);
     }
 };
@@ -553,23 +598,41 @@ template <int M, int S, int LOGS, int NT, int IP, typename C, typename TO> struc
     const C* __restrict__ twl;
     TO* __restrict__ Xb;
     int ns, B, keep;
-    template <int R> FMV_DEV void run(const C* in, C* out, const C* __restrict__ twp) const {
+    static constexpr int items = (M / 2 + 1) * S;
+    // the last pass's first twiddles, loaded before the barrier in front of it (first_twiddles)
+    template <int R> FMV_DEV Twiddles<C> ahead(const C* __restrict__ twp) const {
+        return first_twiddles<R, M, M / R, S>(twp);
+    }
+    template <int R> FMV_DEV void run(const C* in, C* out, const C* __restrict__ twp, const Twiddles<C>& first) const {
         constexpr int ld = Row<M, S, C>::ld;
         const C* Z = in;
+        if constexpr (R > 1) stockham_pass<R, -1, M, M / R, S, NT, IP>(in, out, twp, first);
+        // W^f and W^(M - f) of an item are loaded one item ahead, the first before the barrier
+        C wf = czero<C>(), wmf = czero<C>();
+        if ((int)threadIdx.x < items) {
+            wf = FMV_LDG(twl + (threadIdx.x >> LOGS));
+            wmf = FMV_LDG(twl + M - (threadIdx.x >> LOGS));
+        }
         if constexpr (R > 1) {  // (not the radix-1 pass of a one-radix transform)
-            stockham_pass<R, -1, M, M / R, S, NT, IP>(in, out, twp);
             __syncthreads();
             Z = out;
         }
         // X[f] and X[M - f] need the same Z[f] and Z[M - f]: one item computes both (X[M] with X[0])
 #pragma unroll 2
-        for (int e = threadIdx.x; e < (M / 2 + 1) * S; e += NT) {
-            const int f = e >> LOGS, sl = e & (S - 1);
-            if (sl >= ns) continue;
-            const C zf = Z[sl * ld + f], zmf = Z[sl * ld + (f == 0 ? 0 : M - f)];
-            st_keep(Xb + (index_t)f * B + sl, ccast<TO>(real_spectrum(zf, zmf, FMV_LDG(twl + f))), keep);
-            if (2 * f != M)
-                st_keep(Xb + (index_t)(M - f) * B + sl, ccast<TO>(real_spectrum(zmf, zf, FMV_LDG(twl + M - f))), keep);
+        for (int e = threadIdx.x; e < items; e += NT) {
+            const int f = e >> LOGS, sl = e & (S - 1), fn = (e + NT) >> LOGS;
+            C wfn = wf, wmfn = wmf;
+            if (items > NT && e + NT < items) {
+                wfn = FMV_LDG(twl + fn);
+                wmfn = FMV_LDG(twl + M - fn);
+            }
+            if (sl < ns) {
+                const C zf = Z[sl * ld + f], zmf = Z[sl * ld + (f == 0 ? 0 : M - f)];
+                st_keep(Xb + (index_t)f * B + sl, ccast<TO>(real_spectrum(zf, zmf, wf)), keep);
+                if (2 * f != M) st_keep(Xb + (index_t)(M - f) * B + sl, ccast<TO>(real_spectrum(zmf, zf, wmf)), keep);
+            }
+            wf = wfn;
+            wmf = wmfn;
         }
     }
 };
@@ -579,8 +642,12 @@ template <int M, int S, int LOGS, int NT, typename C, typename TO> struct ToSamp
     TO* __restrict__ y;
     int s0, ns, K;
     typename real_of<C>::type scale;
-    template <int R> FMV_DEV void run(const C* in, C*, const C* __restrict__ twp) const {
-        last_pass_to_global<R, M, S, LOGS, NT>(in, twp, y, s0, ns, K, scale);
+    // the last pass's first twiddles, loaded before the barrier in front of it (last_twiddles)
+    template <int R> FMV_DEV Twiddles<C> ahead(const C* __restrict__ twp) const {
+        return last_twiddles<R, M, S, LOGS, C>(twp, K);
+    }
+    template <int R> FMV_DEV void run(const C* in, C*, const C* __restrict__ twp, const Twiddles<C>& first) const {
+        last_pass_to_global<R, M, S, LOGS, NT>(in, twp, first, y, s0, ns, K, scale);
     }
 };
 
