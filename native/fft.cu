@@ -503,23 +503,12 @@ FMV_DEV void first_pass_from_spectrum(const TI* __restrict__ Yb, const C* __rest
     }
 }
 
-// The twiddles of the inverse's last pass for the thread's first butterfly
-// (as first_twiddles, for last_pass_to_global's work items).
-template <int R, int M, int S, int LOGS, typename C>
-FMV_DEV Twiddles<C> last_twiddles(const C* __restrict__ twp, int K) {
-    constexpr int NS = M / R;
-    int s, k;
-    work_item<S, LOGS, NS>(threadIdx.x, K, s, k);
-    return (int)threadIdx.x < S * NS ? load_twiddles<R, NS>(twp, k) : Twiddles<C>{};
-}
-
 // The last pass of the inverse transform (NS R = M), to global memory:
 // butterfly k of series s gives z[m] = (y[2m], y[2m+1]), m = k + r NS, of
-// which the samples below M are scaled, cast and stored; `first` holds the
-// twiddles of the thread's first butterfly (last_twiddles).
+// which the samples below M are scaled, cast and stored.
 template <int R, int M, int S, int LOGS, int NT, typename TO, typename C>
-FMV_DEV void last_pass_to_global(const C* in, const C* __restrict__ twp, const Twiddles<C>& first, TO* y, int s0,
-                                 int ns, int K, typename real_of<C>::type scale) {
+FMV_DEV void last_pass_to_global(const C* in, const C* __restrict__ twp, TO* y, int s0, int ns, int K,
+                                 typename real_of<C>::type scale) {
     constexpr int NS = M / R, ld = Row<M, S, C>::ld;
     const bool pairs = pairs_aligned<M>(y, K);
     TO* yk = y + thread_series_base<S>(s0, K, M);
@@ -531,7 +520,7 @@ FMV_DEV void last_pass_to_global(const C* in, const C* __restrict__ twp, const T
         C v[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) v[r] = src[r * NS];
-        twiddle_dft<R, 1, NS>(v, e == (int)threadIdx.x ? first : load_twiddles<R, NS>(twp, k));
+        twiddle_dft<R, 1, NS>(v, twp, k);
         if (s >= ns) continue;
         TO* ys = K == 1 ? y + (index_t)(s0 + s) * M : yk;
 #pragma unroll
@@ -568,8 +557,12 @@ template <int DIR, int M, int NS, int S, int NT, int IP, typename C, int R> stru
 template <int DIR, int M, int NS, int S, int NT, int IP, typename C, int R, int R2, int... Rest>
 struct Passes<DIR, M, NS, S, NT, IP, C, R, R2, Rest...> {
     template <typename Last> static FMV_DEV void run(C* in, C* out, const C* twp, const Last& last) {
-        const Twiddles<C> first = first_twiddles<R, M, NS, S>(twp);
+        // The inverse measured slower with its twiddles loaded before the barrier (a few tenths of a
+        // microsecond a transform, benchmarks/results/h200-fft-ab-twiddles-ahead-stop36.jsonl): it loads them after.
+        Twiddles<C> first{};
+        if constexpr (DIR < 0) first = first_twiddles<R, M, NS, S>(twp);
         __syncthreads();
+        if constexpr (DIR > 0) first = first_twiddles<R, M, NS, S>(twp);
         stockham_pass<R, DIR, M, NS, S, NT, IP>(in, out, twp, first);
         Passes<DIR, M, NS * R, S, NT, IP, C, R2, Rest...>::run(out, in, twp, last);
     }
@@ -642,12 +635,10 @@ template <int M, int S, int LOGS, int NT, typename C, typename TO> struct ToSamp
     TO* __restrict__ y;
     int s0, ns, K;
     typename real_of<C>::type scale;
-    // the last pass's first twiddles, loaded before the barrier in front of it (last_twiddles)
-    template <int R> FMV_DEV Twiddles<C> ahead(const C* __restrict__ twp) const {
-        return last_twiddles<R, M, S, LOGS, C>(twp, K);
-    }
-    template <int R> FMV_DEV void run(const C* in, C*, const C* __restrict__ twp, const Twiddles<C>& first) const {
-        last_pass_to_global<R, M, S, LOGS, NT>(in, twp, first, y, s0, ns, K, scale);
+    // nothing ahead of the barrier: the last pass loads its own twiddles (see Passes)
+    template <int R> FMV_DEV Twiddles<C> ahead(const C*) const { return Twiddles<C>{}; }
+    template <int R> FMV_DEV void run(const C* in, C*, const C* __restrict__ twp, const Twiddles<C>&) const {
+        last_pass_to_global<R, M, S, LOGS, NT>(in, twp, y, s0, ns, K, scale);
     }
 };
 
