@@ -328,14 +328,15 @@ template <int R, int M, int NS, int S, typename C> FMV_DEV Twiddles<C> first_twi
     return (int)threadIdx.x < S * Item::nb ? load_twiddles<R, NS>(twp, Item(threadIdx.x).k) : Twiddles<C>{};
 }
 
-// One Stockham pass of radix R from `in` to `out`; `first` holds the twiddles
-// of the thread's first butterfly (first_twiddles).  With IP (in place: `in`
-// and `out` are one buffer) each thread has at most one butterfly (S nb <=
-// NT): it reads its values, the block synchronises, then it writes them.  All
-// sizes are compile-time constants, so the index arithmetic has no divisions
-// and the loops unroll.
+// One Stockham pass of radix R from `in` to `out`.  `ahead`, where given,
+// holds the twiddles of the thread's first butterfly, loaded before the
+// barrier in front of the pass (first_twiddles); otherwise every butterfly
+// loads its own.  With IP (in place: `in` and `out` are one buffer) each
+// thread has at most one butterfly (S nb <= NT): it reads its values, the
+// block synchronises, then it writes them.  All sizes are compile-time
+// constants, so the index arithmetic has no divisions and the loops unroll.
 template <int R, int DIR, int M, int NS, int S, int NT, int IP, typename C>
-FMV_DEV void stockham_pass(const C* in, C* out, const C* __restrict__ twp, const Twiddles<C>& first) {
+FMV_DEV void stockham_pass(const C* in, C* out, const C* __restrict__ twp, const Twiddles<C>* ahead = nullptr) {
     typedef Butterfly<R, M, NS, S, C> Item;
     constexpr int items = S * Item::nb;
     if constexpr (IP) {
@@ -346,20 +347,24 @@ FMV_DEV void stockham_pass(const C* in, C* out, const C* __restrict__ twp, const
         if (e < items) b.load(in, v);
         __syncthreads();
         if (e < items) {
-            twiddle_dft<R, DIR, NS>(v, first);
+            twiddle_dft<R, DIR, NS>(v, ahead ? *ahead : load_twiddles<R, NS>(twp, b.k));
             b.store(out, v);
         }
     } else {
-        if ((int)threadIdx.x < items) {
-            const Item b(threadIdx.x);
-            C v[R];
-            b.load(in, v);
-            twiddle_dft<R, DIR, NS>(v, first);
-            b.store(out, v);
+        int e0 = threadIdx.x;
+        if (ahead) {
+            if (e0 < items) {
+                const Item b(e0);
+                C v[R];
+                b.load(in, v);
+                twiddle_dft<R, DIR, NS>(v, *ahead);
+                b.store(out, v);
+            }
+            e0 += NT;
         }
         constexpr int unroll = R * sizeof(C) > 64 ? 1 : 2;  // two butterflies of 10 complex128 spill (64 registers)
 #pragma unroll unroll
-        for (int e = threadIdx.x + NT; e < items; e += NT) {
+        for (int e = e0; e < items; e += NT) {
             const Item b(e);
             C v[R];
             b.load(in, v);
@@ -557,13 +562,16 @@ template <int DIR, int M, int NS, int S, int NT, int IP, typename C, int R> stru
 template <int DIR, int M, int NS, int S, int NT, int IP, typename C, int R, int R2, int... Rest>
 struct Passes<DIR, M, NS, S, NT, IP, C, R, R2, Rest...> {
     template <typename Last> static FMV_DEV void run(C* in, C* out, const C* twp, const Last& last) {
-        // The inverse measured slower with its twiddles loaded before the barrier (a few tenths of a
-        // microsecond a transform, benchmarks/results/h200-fft-ab-twiddles-ahead-stop36.jsonl): it loads them after.
-        Twiddles<C> first{};
-        if constexpr (DIR < 0) first = first_twiddles<R, M, NS, S>(twp);
-        __syncthreads();
-        if constexpr (DIR > 0) first = first_twiddles<R, M, NS, S>(twp);
-        stockham_pass<R, DIR, M, NS, S, NT, IP>(in, out, twp, first);
+        // The forward loads its twiddles before the barrier; the inverse measured slower that way (a few tenths
+        // of a microsecond a transform, benchmarks/results/h200-fft-ab-twiddles-ahead-stop36.jsonl).
+        if constexpr (DIR < 0) {
+            const Twiddles<C> first = first_twiddles<R, M, NS, S>(twp);
+            __syncthreads();
+            stockham_pass<R, DIR, M, NS, S, NT, IP>(in, out, twp, &first);
+        } else {
+            __syncthreads();
+            stockham_pass<R, DIR, M, NS, S, NT, IP>(in, out, twp);
+        }
         Passes<DIR, M, NS * R, S, NT, IP, C, R2, Rest...>::run(out, in, twp, last);
     }
 };
@@ -599,7 +607,7 @@ template <int M, int S, int LOGS, int NT, int IP, typename C, typename TO> struc
     template <int R> FMV_DEV void run(const C* in, C* out, const C* __restrict__ twp, const Twiddles<C>& first) const {
         constexpr int ld = Row<M, S, C>::ld;
         const C* Z = in;
-        if constexpr (R > 1) stockham_pass<R, -1, M, M / R, S, NT, IP>(in, out, twp, first);
+        if constexpr (R > 1) stockham_pass<R, -1, M, M / R, S, NT, IP>(in, out, twp, &first);
         // W^f and W^(M - f) of an item are loaded one item ahead, the first before the barrier
         C wf = czero<C>(), wmf = czero<C>();
         if ((int)threadIdx.x < items) {
