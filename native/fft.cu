@@ -554,9 +554,14 @@ FMV_DEV void last_pass_to_global(const C* in, const C* __restrict__ twp, TO* y, 
 template <int DIR, int M, int NS, int S, int NT, int IP, typename C, int... Rs> struct Passes;
 template <int DIR, int M, int NS, int S, int NT, int IP, typename C, int R> struct Passes<DIR, M, NS, S, NT, IP, C, R> {
     template <typename Last> static FMV_DEV void run(C* in, C* out, const C* twp, const Last& last) {
-        const Twiddles<C> first = last.template ahead<R>(twp);
-        __syncthreads();
-        last.template run<R>(in, out, twp, first);
+        if constexpr (DIR < 0) {  // (as in the passes before it)
+            const Twiddles<C> first = last.template ahead<R>(twp);
+            __syncthreads();
+            last.template run<R>(in, out, twp, first);
+        } else {
+            __syncthreads();
+            last.template run<R>(in, out, twp);
+        }
     }
 };
 template <int DIR, int M, int NS, int S, int NT, int IP, typename C, int R, int R2, int... Rest>
@@ -643,9 +648,7 @@ template <int M, int S, int LOGS, int NT, typename C, typename TO> struct ToSamp
     TO* __restrict__ y;
     int s0, ns, K;
     typename real_of<C>::type scale;
-    // nothing ahead of the barrier: the last pass loads its own twiddles (see Passes)
-    template <int R> FMV_DEV Twiddles<C> ahead(const C*) const { return Twiddles<C>{}; }
-    template <int R> FMV_DEV void run(const C* in, C*, const C* __restrict__ twp, const Twiddles<C>&) const {
+    template <int R> FMV_DEV void run(const C* in, C*, const C* __restrict__ twp) const {
         last_pass_to_global<R, M, S, LOGS, NT>(in, twp, y, s0, ns, K, scale);
     }
 };
