@@ -17,8 +17,11 @@ def source_at(rev: str, name: str) -> str:
     def read(fname: str) -> str:
         if rev.startswith("file:"):
             return open(rev[5:] if fname == name else native_dir() / fname).read()
-        return subprocess.run(["git", "show", f"{rev}:native/{fname}"], check=True, capture_output=True,
-                              text=True).stdout
+        shown = subprocess.run(["git", "show", f"{rev}:native/{fname}"], capture_output=True, text=True)
+        if shown.returncode != 0:  # e.g. a copy of the working tree whose .git is older than its files
+            raise SystemExit(f"native/{fname} at {rev!r}: {shown.stderr.strip()} (write that revision's file "
+                             f"with `git show {rev}:native/{fname} > PATH` where it exists and use file:PATH)")
+        return shown.stdout
 
     return expand_includes(name, read)
 

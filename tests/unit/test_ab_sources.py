@@ -24,3 +24,14 @@ def test_register_target_met_or_not_asked(asked, built):
 def test_register_target_not_met_stops():
     with pytest.raises(SystemExit, match="asked for 40 registers, built with 64"):
         _ab_sources().check_register_target("irfft_unpad<float2, float2, double>", 40, 64)
+
+
+def test_unknown_revision_names_the_way_out():
+    with pytest.raises(SystemExit, match="use file:PATH"):
+        _ab_sources().source_at("no-such-revision-36", "fft.cu")
+
+
+def test_file_variant_reads_the_file(tmp_path):
+    variant = tmp_path / "fft.cu"
+    variant.write_text("// a variant\n")
+    assert _ab_sources().source_at(f"file:{variant}", "fft.cu").startswith("// a variant")
