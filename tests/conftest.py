@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -96,3 +98,11 @@ def rel_err(a, b) -> float:
     a, b = np.asarray(a), np.asarray(b)
     nb = np.linalg.norm(b.ravel())
     return float(np.linalg.norm((a - b).ravel()) / (nb if nb else 1.0))
+
+
+def benchmark_module(name: str) -> ModuleType:
+    """The script ``benchmarks/<name>.py`` loaded as a module (benchmarks/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,19 +1,12 @@
 """benchmarks/ab_sources.py: a variant's register target that the build did
 not honour stops the comparison instead of timing the engine's own build."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+from conftest import benchmark_module
 
 
 def _ab_sources():
-    spec = importlib.util.spec_from_file_location("ab_sources", BENCH / "ab_sources.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("ab_sources")
 
 
 @pytest.mark.parametrize("asked, built", [(0, 64), (40, 40), (40, 32)])

@@ -2,21 +2,18 @@
 (one line per record, whatever the record's kind or the form it had when it
 was written) and makes docs/benchmarks.md's table from a bench run."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from conftest import benchmark_module
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 RESULTS = sorted((BENCH / "results").glob("*.jsonl"))
 
 
 def _summary():
-    spec = importlib.util.spec_from_file_location("gpu_summary", BENCH / "gpu_summary.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("gpu_summary")
 
 
 @pytest.mark.parametrize("path", RESULTS, ids=lambda p: p.name)

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import benchmark_module
 
 NATIVE = Path(__file__).resolve().parents[2] / "native"
 NVCC = shutil.which("nvcc")
@@ -71,12 +72,7 @@ def test_kernels_module_imports_without_cupy():
 @pytest.mark.parametrize("N", [8, 64])
 def test_wgmma_rate_kernels_compile(N, tmp_path):
     """benchmarks/wgmma_rate.py's kernels (built at run time for sm_90a) compile to wgmma products."""
-    import importlib.util
-
-    path = NATIVE.parent / "benchmarks" / "wgmma_rate.py"
-    spec = importlib.util.spec_from_file_location("wgmma_rate", path)
-    rate = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rate)
+    rate = benchmark_module("wgmma_rate")
     src = tmp_path / "rate.cu"
     src.write_text(rate.source(N, 2))
     res = _nvcc(src, tmp_path, "-arch=sm_90a")
