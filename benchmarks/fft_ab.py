@@ -57,8 +57,8 @@ def main() -> int:
     for spec in args.radices:
         M, _, radices = spec.partition(":")
         order = [int(r) for r in radices.split(",")]
-        if int(np.prod(order)) != int(M) or gpu_module.fft_radices(int(M)) is None:
-            raise SystemExit(f"--radices {spec}: the radices' product must be M, a supported length")
+        if int(np.prod(order)) != int(M) or not set(order) <= {2, 3, 4, 5, 7, 8, 10}:
+            raise SystemExit(f"--radices {spec}: radices of native/fft.cu (2, 3, 4, 5, 7, 8, 10) whose product is M")
         orders[f"radices {radices}"] = (int(M), order)
     default_radices = gpu_module.fft_radices
     select_revision = use_revisions("fft.cu", args.rev)
@@ -67,7 +67,7 @@ def main() -> int:
         """The tree or a revision of fft.cu, with the default radices or a variant's."""
         M, order = orders.get(variant, (None, None))
         gpu_module.fft_radices = default_radices if order is None else (
-            lambda m, inverse=False: list(order) if m == M else default_radices(m, inverse))
+            lambda m: list(order) if m == M else default_radices(m))
         select_revision("tree" if order is not None or variant == args.label else variant)
 
     be = GPUBackend()
@@ -90,9 +90,8 @@ def main() -> int:
                 t_fwd = sum(device_times(lambda: be.pad_rfft(x, x_hat), be.synchronize).values())
                 t_inv = sum(device_times(lambda: be.irfft_unpad(x_hat, y, fft_real), be.synchronize).values())
                 S, threads, _, _, _, radices = be._fused_config(nt, np.dtype(cplx), n * K, K)[:6]
-                rec = dict(what="fft-ab", variant=variant, n=n, K=K, nt=nt, radices=radices,
-                           real=np.dtype(real).name,
-                           ctype=np.dtype(cplx).name, S=S, threads=threads, pad_rfft_us=round(t_fwd, 2),
+                rec = dict(what="fft-ab", variant=variant, n=n, K=K, nt=nt, radices=list(radices),
+                           real=np.dtype(real).name, ctype=np.dtype(cplx).name, S=S, threads=threads, pad_rfft_us=round(t_fwd, 2),
                            irfft_unpad_us=round(t_inv, 2), err_rfft=err_rfft, err_roundtrip=err_roundtrip)
                 print(json.dumps(rec), flush=True)
                 out.write(json.dumps(rec) + "\n")

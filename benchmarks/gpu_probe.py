@@ -282,14 +282,14 @@ def main(argv=None) -> int:
 
         with_10 = gpu_module.fft_radices
 
-        def without_10(M, inverse=False):
+        def without_10(M):
             """The rule before radix 10: powers of two in 8s, 4 and 2, and the odd primes."""
-            radices = with_10(M, inverse)
+            radices = with_10(M)
             if radices is None or 10 not in radices:
                 return radices
             n10 = radices.count(10)
             p2 = 2 ** n10 * int(np.prod([r for r in radices if r in (2, 4, 8)]))
-            return sorted(with_10(p2) + [r for r in radices if r in (3, 5, 7)] + [5] * n10, reverse=inverse)
+            return sorted(with_10(p2) + [r for r in radices if r in (3, 5, 7)] + [5] * n10)
 
         for n, K, real, nt in ((Nm, 1, np.float64, Nt), (Nm, 1, np.float32, Nt), (Nd, 1, np.float64, Nt),
                                (1000, 1, np.float64, 500), (1000, 1, np.float32, 500), (50, 1, np.float64, 500),
@@ -308,7 +308,7 @@ def main(argv=None) -> int:
                     t2 = sum(kernel_times(lambda: be.irfft_unpad(yh, y, real)).values())
                     cfg = be._fused_config(nt, np.dtype(xh.dtype), n * K, K)
                     emit(what="fftradix", n=n, K=K, nt=nt, real=str(np.dtype(real)), rule=rule,
-                         radices=cfg[5], S=cfg[0], threads=cfg[1], pad_rfft_us=round(t1, 2),
+                         radices=list(cfg[5]), S=cfg[0], threads=cfg[1], pad_rfft_us=round(t1, 2),
                          irfft_unpad_us=round(t2, 2), ideal_us=round(ideal * 1e6, 2))
         gpu_module.fft_radices = with_10
         be.fused_threads = None
@@ -384,8 +384,8 @@ def main(argv=None) -> int:
                 which = "irfft_unpad" if inverse else "rfft_pad"
                 ideal = (x.nbytes + xh.nbytes) / bw
                 own = engine_config(nt, ctype, n * K, K)
-                setups = [(own[0][which], own[1][which], own[6][which], own[5][which], "engine")]
-                radix_sets = [own[5][which]] + ([(8, 5, 5, 5), (5, 5, 5, 8)] if other_radices else [])
+                setups = [(own[0][which], own[1][which], own[6][which], tuple(own[5]), "engine")]
+                radix_sets = [tuple(own[5])] + ([(8, 5, 5, 5), (5, 5, 5, 8)] if other_radices else [])
                 for radices in radix_sets:
                     for S in Ss:
                         for threads in threads_list:
@@ -404,8 +404,7 @@ def main(argv=None) -> int:
                     twp = cp.asarray(gpu_module.pass_twiddles(list(radices)).astype(ctype))
                     row = S * gpu_module.fused_row_stride(nt, S, ctype.itemsize) * ctype.itemsize
                     smem = (1 if in_place else 2) * row
-                    cfg = ({which: S}, {which: threads}, {which: smem}, {which: twp}, own[4], {which: radices},
-                           {which: in_place})
+                    cfg = ({which: S}, {which: threads}, {which: smem}, twp, own[4], radices, {which: in_place})
                     be._fused_config = lambda *a, cfg=cfg: cfg
                     rec = dict(what="fftsweep", size=size, case=label, n=n, K=K, kind=kind, S=S, threads=threads,
                                in_place=in_place, radices=list(radices))

@@ -31,5 +31,3 @@ def test_radices_multiply_to_length(M):
     assert int(np.prod(radices)) == M and all(r in (2, 3, 4, 5, 7, 8, 10) for r in radices)
     # twiddle table: the passes' R - 1 rows of NS entries each, M - 1 in all (one unused entry for M = 1)
     assert len(pass_twiddles(radices)) == max(M - 1, 1)
-    # the forward's passes smallest radix first, the inverse's the same radices largest first
-    assert radices == sorted(radices) and fft_radices(M, inverse=True) == radices[::-1]

@@ -111,18 +111,14 @@ def _pow2_at_least(n: int) -> int:
     return p
 
 
-def fft_radices(M: int, inverse: bool = False) -> list[int] | None:
+def fft_radices(M: int) -> list[int] | None:
     """Radices of the fused transform's complex FFT of length ``M`` (the
-    real length is ``2 M``), in the order of the passes: a 10 for each pair
-    of factors 2 and 5 (one pass instead of two: every pass reads and writes
-    the series in shared memory once), the other powers of two in 8s, then 4
-    and 2, and the odd primes 3, 5 and 7.  The forward applies them smallest
-    first (its first pass stores with a stride of the radix, so small first
-    means fewer shared-memory bank conflicts), the inverse largest first:
-    its last pass keeps only the outputs below ``M / 2`` (the rest is the
-    padding), and with a small radix last it spreads them over more
-    butterflies (more warps at work).  None when ``M`` has a prime factor
-    above 7 (cuFFT then)."""
+    real length is ``2 M``): a 10 for each pair of factors 2 and 5 (one pass
+    instead of two: every pass reads and writes the series in shared memory
+    once), the other powers of two in 8s, then 4 and 2, and the odd primes
+    3, 5 and 7, applied smallest first (the first pass stores with a stride
+    of the radix, so small first means fewer shared-memory bank conflicts);
+    None when ``M`` has a prime factor above 7 (cuFFT then)."""
     radices = []
     while M % 10 == 0:
         radices.append(10)
@@ -131,7 +127,7 @@ def fft_radices(M: int, inverse: bool = False) -> list[int] | None:
         while M % r == 0:
             radices.append(r)
             M //= r
-    return sorted(radices, reverse=inverse) if M == 1 else None
+    return sorted(radices) if M == 1 else None
 
 
 def pass_twiddles(radices: list[int]) -> np.ndarray:
@@ -982,8 +978,7 @@ class GPUBackend(Backend):
                 inverse_threads = min(threads, 256)
                 if -(-B // S) >= 4 * self.sm_count:
                     threads = inverse_threads
-            radices_of = {"rfft_pad": tuple(radices), "irfft_unpad": tuple(fft_radices(M, inverse=True))}
-            twp_of = {name: self._cupy.asarray(pass_twiddles(list(rs)).astype(ctype)) for name, rs in radices_of.items()}
+            twp = self._cupy.asarray(pass_twiddles(radices).astype(ctype))
             twl = self._cupy.asarray(np.exp(-1j * np.pi * np.arange(M + 1) / M).astype(ctype))  # L = 2 M
             threads_of = {"rfft_pad": threads, "irfft_unpad": inverse_threads}
             S_of = {"rfft_pad": S, "irfft_unpad": inverse_S}
@@ -997,7 +992,7 @@ class GPUBackend(Backend):
                                   and fused_in_place(M, S_of[name], n, radices)) for name, n in threads_of.items()}
             smem_of = {name: (1 if in_place else 2) * S_of[name] * fused_row_stride(M, S_of[name], ctype.itemsize)
                        * ctype.itemsize for name, in_place in in_place_of.items()}
-            cfg = (S_of, threads_of, smem_of, twp_of, twl, radices_of, in_place_of)
+            cfg = (S_of, threads_of, smem_of, twp, twl, tuple(radices), in_place_of)
         self._fused[key] = cfg
         return cfg
 
@@ -1010,8 +1005,8 @@ class GPUBackend(Backend):
         cfg = self._fused_config(M, np.dtype(ctype), B, K)
         if cfg is None or B == 0:
             return cfg is not None
-        S_of, threads_of, smem_of, twp_of, twl, radices_of, in_place_of = cfg
-        S, threads, smem, twp, radices = S_of[which], threads_of[which], smem_of[which], twp_of[which], radices_of[which]
+        S_of, threads_of, smem_of, twp, twl, radices, in_place_of = cfg
+        S, threads, smem = S_of[which], threads_of[which], smem_of[which]
         groups = -(-B // S)
         # rfft_pad from samples wider than the transform's reals (float64 into complex64), K = 1: blocks loop over
         # groups of series, staging the next group's samples in shared memory behind the transform's buffers
