@@ -33,6 +33,7 @@ responses), so that the big size costs seconds, not minutes.  Times
 * the device time of every kernel of the replayed product (PyTorch's
   profiler, which records all kernels of the process through CUPTI), and
 * the host time of ``BTTOperator.matvec`` at the fixture size (cProfile),
+  and at the middle size from the call to the graph's launch (``prelaunch``),
 
 and prints one JSON object per measurement.
 """
@@ -1835,6 +1836,100 @@ def main(argv=None) -> int:
                         rec["host_us"] = round(host_time(fn)[0] * 1e6, 2)
                         emit(**rec)
 
+    def part_prelaunch():
+        """Host time from a middle-size product's call to its graph launch,
+        without a profiler: each recorded graph of the product is wrapped so
+        that its launch notes the host clock. Beside it, the waited-for time
+        of the call and of the same graph launched directly: what the Python
+        path before and after the launch adds to a waited-for product."""
+        from fftmatvec.bench import _median_time, random_slab
+        from fftmatvec.operator import BTTOperator
+
+        class NotedGraph:
+            def __init__(self, graph, notes):
+                self.graph, self.notes = graph, notes
+
+            def launch(self):
+                self.notes.append(time.perf_counter())
+                self.graph.launch()
+
+        def prelaunch_pieces(op, x, y, graph):
+            """Host time of each step of the forward product's path to its launch, alone (100 000 calls
+            each, less an empty call's time)."""
+            from fftmatvec.vector import DistVector
+
+            prec, eng = op.precision, op.engine
+            pieces = {
+                "isinstance(x, DistVector)": lambda: isinstance(x, DistVector),
+                "op._checked": lambda: op._checked(x, nm, "F m", check_device=False),
+                "be.is_native": lambda: be.is_native(x),
+                "x.shape": lambda: x.shape,
+                "x.ndim": lambda: x.ndim,
+                "x.dtype != prec.pad": lambda: x.dtype != prec.pad,
+                "x.flags.c_contiguous": lambda: x.flags.c_contiguous,
+                "engine.workspace": lambda: eng.workspace(False, prec, 1),
+                "engine.Fhat[prec.sbgemv]": lambda: eng.Fhat[prec.sbgemv],
+                "(x.data.ptr, y.data.ptr)": lambda: (x.data.ptr, y.data.ptr),
+                "y.shape == shape": lambda: y.shape == (nd, nt),
+                "make a lambda": lambda: (lambda a, b: None),
+                "graph.launch()": graph.launch,
+            }
+            n = 100000
+
+            def per_call(fn):
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    fn()
+                return (time.perf_counter() - t0) / n
+
+            empty = per_call(lambda: None)
+            for name, fn in pieces.items():
+                if name == "graph.launch()":  # the device runs each launch: time the host alone, few calls
+                    t = host_time(fn)[0]
+                else:
+                    t = per_call(fn) - empty
+                emit(what="prelaunch_piece", piece=name, host_us=round(t * 1e6, 3))
+            be.synchronize()
+
+        nd, nm, nt = 50, 1000, 500
+        f = random_slab(0, nd, nm, nt, (0, nd), (0, nm))
+        for code, adjoint in (("ddddd", False), ("ddddd", True), ("dssdd", False), ("ddssd", True)):
+            op = BTTOperator(f, device=be, **({"adjoint_precision": code} if adjoint else {"precision": code}))
+            apply = op.rmatvec if adjoint else op.matvec
+            x = cp.random.standard_normal((nd if adjoint else nm, nt))
+            y = cp.empty((nm if adjoint else nd, nt))
+            for into in (False, True):
+                call = (lambda: apply(x, out=y)) if into else (lambda: apply(x))
+                for _ in range(5):  # recorded, then replayed
+                    call()
+                be.synchronize()
+                graphs = [g for ws in op.engine._workspaces.values() for g in ws.slot.get("graphs", {}).values()]
+                notes = []
+                for ws in op.engine._workspaces.values():
+                    slot_graphs = ws.slot.get("graphs", {})
+                    for key in list(slot_graphs):
+                        slot_graphs[key] = NotedGraph(slot_graphs[key], notes)
+                before = []
+                for _ in range(400):
+                    del notes[:]
+                    t0 = time.perf_counter()
+                    call()
+                    t1 = time.perf_counter()
+                    be.synchronize()
+                    if len(notes) == 1:
+                        before.append((notes[0] - t0, t1 - notes[0]))
+                waited = _median_time(call, 400, be.synchronize)
+                graph_waited = _median_time(graphs[-1].launch, 400, be.synchronize) if graphs else None
+                if code == "dssdd" and not into:
+                    prelaunch_pieces(op, x, y, graphs[-1])
+                emit(what="prelaunch", size=f"{nm}x{nd}x{nt}", code=code, adjoint=adjoint, into_out=into,
+                     calls_with_one_launch=len(before),
+                     before_launch_us=round(float(np.median([b for b, _ in before])) * 1e6, 2) if before else None,
+                     after_launch_us=round(float(np.median([a for _, a in before])) * 1e6, 2) if before else None,
+                     waited_us=round(waited * 1e6, 2),
+                     graph_launch_waited_us=round(graph_waited * 1e6, 2) if graph_waited else None,
+                     graphs=len(graphs))
+
     def part_timeline():
         """Where a waited-for product's time goes (``--timeline-sizes``): PyTorch's profiler
         records each call (host), its launches (CUDA runtime and driver calls) and its kernels (CUPTI) on
@@ -1935,7 +2030,7 @@ def main(argv=None) -> int:
                      ("pdl", part_pdl),
                      ("read", part_read), ("adjparts", part_adj_parts), ("slabs", part_slabs),
                      ("adjc128", part_adj_c128), ("regs", part_regs), ("regsloads", part_regs_loads),
-                     ("timeline", part_timeline)):
+                     ("timeline", part_timeline), ("prelaunch", part_prelaunch)):
         if name in parts:
             guarded(name, fn)
     if out:

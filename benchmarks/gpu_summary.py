@@ -21,6 +21,7 @@ def _bench_line(r):  # fftmatvec bench --json (from bench_ab.sh: with its source
     return (f"{source}bench Nm={r['Nm']} Nd={r['Nd']} Nt={r['Nt']} K={r['nrhs']} {r['precision']} "
             f"{'FT' if r['adjoint'] else 'F '} {fmt_us(r['time_s'])} us x{r['floor_ratio']:.3f} "
             f"b2b {fmt_us(r.get('back_to_back_s'))} out= {fmt_us(r.get('into_out_s'))} "
+            f"prep {fmt_us(r.get('prepared_s'))} "
             f"per-vec {fmt_us(r['time_per_vector_s'])} naive {fmt_us(r.get('naive_time_s'))} "
             f"err {r.get('rel_error', '-')}")
 
@@ -120,16 +121,16 @@ def main(path):
 def markdown(path):
     """The table of docs/benchmarks.md from the bench lines of a results file."""
     rows = [json.loads(s) for s in open(path) if s.strip().startswith("{")]
-    print("| size `Nm x Nd x Nt` | K | code | product | time (us) | into `out=` (us) | back to back (us) "
-          "| per vector (us) | x floor | naive (us) | speed-up | rel. error |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| size `Nm x Nd x Nt` | K | code | product | time (us) | into `out=` (us) | prepared (us) "
+          "| back to back (us) | per vector (us) | x floor | naive (us) | speed-up | rel. error |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "floor_ratio" not in r:
             continue
         err = f"{r['rel_error']:.1e}" if "rel_error" in r else "-"
         print(f"| {r['Nm']} x {r['Nd']} x {r['Nt']} | {r['nrhs']} | `{r['precision']}` | "
               f"{'`F^T d`' if r['adjoint'] else '`F m`'} | {r['time_s'] * 1e6:.1f} | "
-              f"{fmt_us(r.get('into_out_s')).strip()} | "
+              f"{fmt_us(r.get('into_out_s')).strip()} | {fmt_us(r.get('prepared_s')).strip()} | "
               f"{r['back_to_back_s'] * 1e6:.1f} | "
               f"{r['time_per_vector_s'] * 1e6:.1f} | {r['floor_ratio']:.3f} | {r['naive_time_s'] * 1e6:.1f} | "
               f"{r['speedup_vs_naive']:.2f}x | {err} |")
@@ -155,16 +156,24 @@ def _bold(text, met):
     return f"**{text}**" if met else text
 
 
-def targets(paths):
+def targets(paths, time_key="time_s"):
     """One Markdown row per table run (a file of benchmarks/gpu_bench_targets.sh) against the GPU issue's
     targets: waited-for time over the floor (back to back in brackets) of the four one-vector products at
     the big and middle sizes, the mixed codes' time over ddddd's, the speed-up over naive at the big size,
-    the fixture's F m, and K = 16's time per vector as a fraction of one vector's; a target met is in bold."""
+    the fixture's F m, and K = 16's time per vector as a fraction of one vector's; a target met is in bold.
+    ``time_key`` is the waited-for time taken: ``time_s`` (``matvec``/``rmatvec``) or ``prepared_s``
+    (``BTTOperator.prepare``; "-" in runs that did not time it)."""
+    def waited(r):
+        return None if r is None or r.get(time_key) is None else r[time_key]
+
     def cells(rows, size, limit):
-        got = [rows.get((size, code, adjoint, 1)) for code, adjoint in _ONE_VECTOR]
-        return ", ".join("-" if r is None else
-                         _bold(f"{r['floor_ratio']:.3f} ({r['back_to_back_s'] / r['floor_s']:.3f})",
-                               r["floor_ratio"] <= limit) for r in got)
+        out = []
+        for code, adjoint in _ONE_VECTOR:
+            r = rows.get((size, code, adjoint, 1))
+            t = waited(r)
+            out.append("-" if t is None else _bold(f"{t / r['floor_s']:.3f} ({r['back_to_back_s'] / r['floor_s']:.3f})",
+                                                   t / r["floor_s"] <= limit))
+        return ", ".join(out)
 
     print("| run | big: `ddddd` `F m`, `F^T d`, `dssdd`, `ddssd` x floor (back to back) | mixed / `ddddd` "
           "| naive / ours | middle, the same | fixture `F m` (us) | `K = 16`: `ddddd`, `dssdd` |")
@@ -174,27 +183,28 @@ def targets(paths):
         one = {(code, adjoint): rows.get((_BIG, code, adjoint, 1)) for code, adjoint in _ONE_VECTOR}
         mixed = []
         for a, b in ((one[("dssdd", False)], one[("ddddd", False)]), (one[("ddssd", True)], one[("ddddd", True)])):
-            q = None if a is None or b is None else a["time_s"] / b["time_s"]
+            q = None if waited(a) is None or waited(b) is None else waited(a) / waited(b)
             mixed.append("-" if q is None else _bold(f"{q:.3f}", q <= 0.55))
-        speedups = [r["speedup_vs_naive"] for r in one.values() if r is not None and "speedup_vs_naive" in r]
+        speedups = [r["naive_time_s"] / waited(r) for r in one.values()
+                    if waited(r) is not None and "naive_time_s" in r]
         naive = f"{min(speedups):.2f}-{max(speedups):.2f}x" if speedups else "-"
-        fixture = rows.get((_FIXTURE, "ddddd", False, 1))
-        t = None if fixture is None else fixture["time_s"] * 1e6
-        fixture_cell = "-" if t is None else _bold(f"{t:.1f}", t <= 20)
+        t = waited(rows.get((_FIXTURE, "ddddd", False, 1)))
+        fixture_cell = "-" if t is None else _bold(f"{t * 1e6:.1f}", t * 1e6 <= 20)
         k16 = []
         for code in ("ddddd", "dssdd"):
-            many, single = rows.get((_BIG, code, False, 16)), one[(code, False)]
-            n = None if many is None or single is None else single["time_s"] / many["time_per_vector_s"]
+            many, single = waited(rows.get((_BIG, code, False, 16))), waited(one[(code, False)])
+            n = None if many is None or single is None else single / (many / 16)
             k16.append("-" if n is None else _bold(f"1/{n:.1f}", n >= 12))
         print(f"| `{Path(path).name}` | {cells(rows, _BIG, 1.05)} | {', '.join(mixed)} | {naive} | "
               f"{cells(rows, _MID, 1.3)} | {fixture_cell} | {', '.join(k16)} |")
-
 
 if __name__ == "__main__":
     if sys.argv[1] == "--markdown":
         markdown(sys.argv[2])
     elif sys.argv[1] == "--targets":
         targets(sys.argv[2:])
+    elif sys.argv[1] == "--targets-prepared":
+        targets(sys.argv[2:], "prepared_s")
     else:
         for p in sys.argv[1:]:
             main(p)

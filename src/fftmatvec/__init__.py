@@ -8,7 +8,7 @@ over a grid of MPI ranks, and the Bayesian inversion built on them.
 from .backend import get_backend
 from .errors import ConfigError, FftmatvecError, FileFormatError
 from .grid import ProcessGrid, SerialGrid
-from .operator import BTTOperator
+from .operator import BTTOperator, PreparedProduct
 from .precision import ALL_CODES, parse as parse_precision
 from .replicated import ReplicatedOperator
 from .vector import DistVector
@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BTTOperator",
+    "PreparedProduct",
     "ProcessGrid",
     "SerialGrid",
     "DistVector",

@@ -1,7 +1,8 @@
 """Benchmarks of one operator product on random data.
 
 Reports medians of the whole product (each product waited for; also with the
-result written into the caller's array, ``out=``) and of each stage, the time
+result written into the caller's array, ``out=``, and as a prepared product,
+:meth:`~fftmatvec.operator.BTTOperator.prepare`) and of each stage, the time
 per product of products queued back to back, the bandwidth floor
 ``bytes(Fhat) / copy bandwidth`` measured in the same run, and optionally
 the error against a float64 reference and the time of a naive pipeline.
@@ -154,10 +155,11 @@ def run_bench(cfg: BenchConfig, grid: Any = None) -> dict[str, Any]:
     time_s = slowest(_median_time(lambda: apply(x), cfg.reps, sync))  # reps + 1 products
     comm_s = slowest(grid.comm_seconds / (cfg.reps + 1))
     back_to_back_s = slowest(_back_to_back_time(lambda: apply(x), cfg.reps, sync))
-    into_s = None
+    into_s = prepared_s = None
     if isinstance(grid, SerialGrid):  # the result written into one array of the caller's (no allocation)
         out = be.empty((cfg.Nm if cfg.adjoint else cfg.Nd, cfg.Nt, cfg.nrhs), np.float64)
         into_s = _median_time(lambda: apply(x, out=out), cfg.reps, sync)
+        prepared_s = _median_time(op.prepare(x, adjoint=cfg.adjoint, out=out), cfg.reps, sync)
     timer = be.timer()
     for _ in range(cfg.reps):
         apply(x, timer=timer)
@@ -187,6 +189,7 @@ def run_bench(cfg: BenchConfig, grid: Any = None) -> dict[str, Any]:
         "time_per_vector_s": time_s / cfg.nrhs,
         "back_to_back_s": back_to_back_s,
         "into_out_s": into_s,
+        "prepared_s": prepared_s,
         "stages": stages,
         "comm_s": comm_s,
         "fhat_bytes": fhat_bytes,

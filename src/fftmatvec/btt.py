@@ -130,18 +130,13 @@ class LocalBTT:
         Fhat = self.Fhat[prec.sbgemv]
         if timer is _no_timer:
             y = ws.y if out is None else out
-            if ws.direct is not None:  # one kernel, which needs only the arrays' addresses: no reshapes
-                if ws.replay:  # a recorded launch costs the host less than a launch (docs/gpu-kernels.md)
-                    be.replay(ws.slot, ws.direct, x, y)
-                else:
-                    ws.direct(x, y)
-                return y
-            if ws.replay:  # fixed buffers: the backend may record the stages once and replay them
-                # (x, y as given: a replay of a recording needs no reshape, which costs the host microseconds)
-                be.replay(ws.slot, lambda xx, yy: self._run(_with_k(xx), ws, Fhat, prec, adjoint, _with_k(yy)),
-                          x, y, ws.x_in, ws.y)
-            else:
-                self._run(_with_k(x), ws, Fhat, prec, adjoint, _with_k(y))
+            work = self._work(ws, Fhat, prec, adjoint)
+            if not ws.replay:
+                work(x, y)
+            elif ws.direct is not None:  # a recorded launch costs the host less than a launch (docs/gpu-kernels.md)
+                be.replay(ws.slot, work, x, y)
+            else:  # fixed buffers: the backend may record the stages once and replay them
+                be.replay(ws.slot, work, x, y, ws.x_in, ws.y)
             return y
         if out is not None:
             raise ValueError("apply: out= is for untimed products")
@@ -154,6 +149,24 @@ class LocalBTT:
         with timer("unpad"):
             be.unpad(y_pad, out=ws.y)
         return ws.y
+
+    def product(self, x: Array, prec: Precision, adjoint: bool, out: Array) -> Callable[[], None]:
+        """The device work of one untimed product from ``x`` into ``out``
+        (as :meth:`apply`'s arguments) as a call without arguments, for
+        :meth:`~fftmatvec.backend.base.Backend.recorded`: no recordings of
+        its own, no host work but the launches."""
+        ws = self.workspace(adjoint, prec, x.shape[2] if x.ndim == 3 else 1)
+        work = self._work(ws, self.Fhat[prec.sbgemv], prec, adjoint)
+        return lambda: work(x, out)
+
+    def _work(self, ws: _Workspace, Fhat: Array, prec: Precision, adjoint: bool) -> Callable[[Array, Array], None]:
+        """``work(x, y)``: the untimed product from ``x`` into ``y``, the
+        backend's one-call product where it has one (which needs only the
+        arrays' addresses: no reshapes, which cost the host microseconds),
+        else the stages."""
+        if ws.direct is not None:
+            return ws.direct
+        return lambda x, y: self._run(_with_k(x), ws, Fhat, prec, adjoint, _with_k(y))
 
     def _timed_forward_transform(self, x: Array, ws: _Workspace, prec: Precision,
                                  timer: Callable[[str], ContextManager[None]]) -> Array:

@@ -274,6 +274,71 @@ class BTTOperator:
             m = self.grid.col_reduce(m)
         return finish(m, "param")
 
+    def prepare(self, v: Array, *, adjoint: bool = False, out: Array | None = None) -> "PreparedProduct":
+        """``F v`` (``F^T v`` with ``adjoint``) made ready to run many times
+        on the same arrays: the lowest-latency product, for a loop that
+        refills ``v`` in place (one product per new observation).
+
+        What a product checks and sets up happens here, once: the shapes of
+        ``v`` and ``out``, the cast of ``v`` to the pad precision and of the
+        result to float64 (on the device, as part of the product's work),
+        and on a GPU the recording of all that work as one CUDA graph (this
+        runs the product twice).  A call of the prepared product then
+        launches that work and nothing else; :meth:`matvec` spends a few
+        microseconds of host time on its checks before each launch
+        (docs/gpu.md).
+
+        Parameters
+        ----------
+        v : (Nm, Nt) or (Nm, Nt, K) float array, SOTI; (Nd, Nt[, K]) with ``adjoint``
+            An array of the operator's backend (a CuPy array on a GPU), held
+            by the prepared product: each call reads its values then.
+        adjoint : bool
+        out : float64 array of the result's shape, optional
+            Where each call writes the result (C-contiguous, apart from
+            ``v``); default a new array.
+
+        Returns
+        -------
+        PreparedProduct
+            ``run()`` computes the product of ``v``'s current values into
+            ``out`` and returns ``out``.
+
+        Raises
+        ------
+        ConfigError
+            On a process grid (a product there runs collectives at each
+            call), for a DistVector or an array of another library, and for a
+            ``v`` or ``out`` that :meth:`matvec` would refuse.
+        """
+        what = "F^T d" if adjoint else "F m"
+        if not self._one_process:
+            raise ConfigError(f"prepare: {what} on a {self.grid.pr}x{self.grid.pc} process grid runs collectives "
+                              "at each call; prepare takes an operator without a grid (use matvec/rmatvec)")
+        be = self.backend
+        if isinstance(v, DistVector) or not be.is_native(v):
+            raise ConfigError(f"prepare: {what} takes an array of the operator's backend "
+                              f"({be.xp.__name__}), got {type(v).__name__}")
+        v, _ = self._checked(v, self.Nd if adjoint else self.Nm, what, check_device=False)
+        shape = (self.Nm if adjoint else self.Nd, self.Nt) + v.shape[2:]
+        if out is None:
+            out = be.empty(shape, _F64)
+        else:
+            self._check_out(out, v, shape, True, what)
+        prec = self.adjoint_precision if adjoint else self.precision
+        x = v if v.dtype == prec.pad and v.flags.c_contiguous else be.empty(v.shape, prec.pad)
+        y = out if prec.reduce == _F64 else be.empty(shape, prec.reduce)
+        product = self.engine.product(x, prec, adjoint, y)
+
+        def work() -> None:
+            if x is not v:
+                be.copy_into(v, x)
+            product()
+            if y is not out:
+                be.copy_into(y, out)
+
+        return PreparedProduct(be.recorded(work), v, out)
+
     def normal(self, m: Array) -> Array:
         """``F^T F m`` with one all-reduce between the passes; input and
         output as for :meth:`matvec` input."""
@@ -439,6 +504,30 @@ class BTTOperator:
         from .linop import as_scipy
 
         return as_scipy(self)
+
+
+class PreparedProduct:
+    """A product of a :class:`BTTOperator` on fixed arrays, made by
+    :meth:`BTTOperator.prepare`.  Each call reads ``input``'s current values,
+    writes the result into ``out`` and returns ``out``, with no checks,
+    allocations or set-up on the host: on a GPU one launch of a recording.
+
+    Attributes
+    ----------
+    input : array
+        The caller's input array, read at each call (refill it in place).
+    out : array
+        The float64 result, overwritten by each call.
+    """
+
+    __slots__ = ("input", "out", "_run")
+
+    def __init__(self, run: Callable[[], None], input: Array, out: Array) -> None:
+        self._run, self.input, self.out = run, input, out
+
+    def __call__(self) -> Array:
+        self._run()
+        return self.out
 
 
 def _comm(grid: Any) -> Any:

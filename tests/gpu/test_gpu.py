@@ -16,7 +16,7 @@ from gputools import require_gpu
 
 cupy = require_gpu()
 
-from fftmatvec import ALL_CODES, BTTOperator  # noqa: E402
+from fftmatvec import ALL_CODES, BTTOperator, ConfigError  # noqa: E402
 from fftmatvec.backend.cpu import CPUBackend  # noqa: E402
 from fftmatvec.backend import kernels  # noqa: E402
 from fftmatvec.backend.gpu import GPUBackend, select_device  # noqa: E402
@@ -287,6 +287,34 @@ def test_tiled_spectra_equal_frequency_major(rng, code, shape, flat, tiles, rele
     d = cupy.asarray(rng.standard_normal((nd, nt)))
     cupy.testing.assert_array_equal(BTTOperator(f, adjoint_precision=code, device=tiled).rmatvec(d), op_p.rmatvec(d))
     assert taken and True not in taken, taken
+
+
+@pytest.mark.parametrize("K", [1, 3])
+@pytest.mark.parametrize("code", ["ddddd", "dssdd", "ddssd", "sssss"])
+@pytest.mark.parametrize("shape", [(15, 289, 10), (13, 41, 100)], ids=["one-kernel", "staged"])
+def test_prepared_product_replays_one_recording(gpu, rng, shape, code, K):
+    """A prepared product (with one right-hand side one CUDA graph launch a
+    call, the casts of ``sssss`` inside it) equals ``matvec``/``rmatvec`` of
+    the input's current values, refilled in place, bit for bit, and the dense
+    float64 product within the code's tolerance."""
+    nd, nm, nt = shape
+    f = rng.standard_normal(shape)
+    op = BTTOperator(f, precision=code, adjoint_precision=code, device=gpu)
+    for adjoint in (False, True):
+        n_in = nd if adjoint else nm
+        v = cupy.asarray(rng.standard_normal((n_in, nt) + ((K,) if K > 1 else ())))
+        run = op.prepare(v, adjoint=adjoint)
+        if K == 1:
+            assert isinstance(getattr(run._run, "__self__", None), cupy.cuda.graph.Graph)
+        for _ in range(3):
+            v[...] = cupy.asarray(rng.standard_normal(v.shape))
+            assert run() is run.out
+            cupy.testing.assert_array_equal(run.out, (op.rmatvec if adjoint else op.matvec)(v))
+        x = cupy.asnumpy(v).reshape(n_in, nt, K)
+        ref = dense_product(f, x, adjoint).reshape(run.out.shape)
+        assert rel_err(cupy.asnumpy(run.out), ref) < code_tol(code, nm, nt)
+    with pytest.raises(ConfigError, match="array of the operator's backend"):
+        op.prepare(np.zeros((nm, nt)))
 
 
 def test_recording_falls_back_to_plain_launches(rng):

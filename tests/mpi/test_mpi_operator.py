@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from mpitools import (apply_dense, comm, dense_btt, each_grid, max_all, mpi_rng,  # noqa: F401
-                      rel_err, tol)
+                      outcomes, rel_err, tol)
 
 from fftmatvec import BTTOperator
 from fftmatvec.vector import DistVector
@@ -189,3 +189,16 @@ def test_reference_fixture_per_rank(comm, reference_dir, monkeypatch, name, expe
         assert comm.allgather(err) == [err] * comm.size
         assert err < 1e-6, (grid.shape, err)
         assert d.qoi == name.endswith("qoi")
+
+
+@pytest.mark.mpi(min_size=1)
+def test_prepare_refused_on_a_process_grid(comm, mpi_rng):
+    """Every rank of a process grid refuses a prepared product alike, before
+    any collective, so none is left waiting."""
+    Nd, Nm, Nt = 3, 4, 5
+    f = mpi_rng.standard_normal((Nd, Nm, Nt))
+    for grid in each_grid(comm):
+        op = BTTOperator(f, grid=grid)
+        (_, nm) = grid.col_block(Nm)
+        got = outcomes(comm, lambda: op.prepare(np.zeros((nm, Nt))))
+        assert all(o is not None and o[0] == "ConfigError" and "process grid" in o[1] for o in got), got

@@ -67,3 +67,23 @@ def test_targets_row_marks_what_is_met(tmp_path, capsys):
     assert cells[4] == "**1.300 (1.170)**, -, -, 1.310 (1.179)"  # rows not run show as "-"
     assert cells[5] == "20.1"
     assert cells[6] == "**1/12.0**, 1/5.5"
+
+
+def test_targets_of_prepared_products(tmp_path, capsys):
+    """With ``prepared_s`` as the waited-for time the same cells come from the
+    prepared products; a run that did not time them shows "-"."""
+    big, mid = (5000, 100, 1000), (1000, 50, 500)
+    runs = [_bench(*big, "ddddd", False, 1, 1.10e-3, 1e-3, prepared_s=1.04e-3, naive_time_s=2.08e-3),
+            _bench(*mid, "ddssd", True, 1, 1.35e-4, 1e-4, prepared_s=1.29e-4),
+            _bench(289, 15, 10, "ddddd", False, 1, 21e-6, 1e-7, prepared_s=11e-6)]
+    path, old = tmp_path / "run.jsonl", tmp_path / "old.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    old.write_text(json.dumps(_bench(*big, "ddddd", False, 1, 1.0e-3, 1e-3)) + "\n")
+    _summary().targets([str(path), str(old)], "prepared_s")
+    _, _, row, old_row = capsys.readouterr().out.splitlines()
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "**1.040 (0.990)**, -, -, -"
+    assert cells[3] == "2.00-2.00x"
+    assert cells[4] == "-, -, -, **1.290 (1.215)**"
+    assert cells[5] == "**11.0**"
+    assert [c.strip() for c in old_row.strip("|").split("|")][1] == "-, -, -, -"

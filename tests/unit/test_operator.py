@@ -257,3 +257,51 @@ def test_out_is_checked(rng):
         square.matvec(v, out=v)
     with pytest.raises(ConfigError, match="without a grid or a timer"):
         op.matvec(m, timer=op.backend.timer(), out=np.empty((3, 7)))
+
+
+@pytest.mark.parametrize("code", ["ddddd", "dssds", "sssss"])
+@pytest.mark.parametrize("K", [None, 3])
+def test_prepared_product_reads_its_input_at_each_call(code, K, rng):
+    """A prepared product equals matvec/rmatvec on the input's current
+    values (refilled in place between calls; the casts to the pad precision
+    and back to float64 are part of its work), writes its one ``out`` and
+    leaves the input as it was."""
+    nd, nm, nt = 4, 9, 11
+    f = rng.standard_normal((nd, nm, nt))
+    op = BTTOperator(f, precision=code)
+    for adjoint, n_in, n_out in ((False, nm, nd), (True, nd, nm)):
+        v = rng.standard_normal((n_in, nt) + ((K,) if K else ()))
+        run = op.prepare(v, adjoint=adjoint)
+        assert run.input is v and run.out.shape == (n_out, nt) + v.shape[2:] and run.out.dtype == np.float64
+        product = op.rmatvec if adjoint else op.matvec
+        for _ in range(3):
+            v[...] = rng.standard_normal(v.shape)
+            kept = v.copy()
+            assert run() is run.out
+            np.testing.assert_array_equal(run.out, product(v))
+            np.testing.assert_array_equal(v, kept)
+        if code == "ddddd" and K is None:  # against the float64 direct sums, the adjoint identity's partner
+            ref = direct_btt_adjoint(f, v) if adjoint else direct_btt(f, v)
+            assert rel_err(run.out, ref) < 1e-12
+
+
+def test_prepared_product_into_out_and_its_checks(rng):
+    f = rng.standard_normal((3, 5, 7))
+    op = BTTOperator(f)
+    m = rng.standard_normal((5, 7))
+    out = np.full((3, 7), np.nan)
+    run = op.prepare(m, out=out)
+    assert run() is out
+    np.testing.assert_array_equal(out, op.matvec(m))
+    for bad, needle in ((np.empty((3, 6)), "shape"), (np.empty((3, 7), np.float32), "float64"),
+                        (np.empty((7, 3)).T, "C-contiguous")):
+        with pytest.raises(ConfigError, match=needle):
+            op.prepare(m, out=bad)
+    with pytest.raises(ConfigError, match="shape"):
+        op.prepare(rng.standard_normal((3, 7)))
+    with pytest.raises(ConfigError, match="array of the operator's backend"):
+        op.prepare([[0.0] * 7] * 5)
+    square = BTTOperator(rng.standard_normal((4, 4, 7)))
+    v = rng.standard_normal((4, 7))
+    with pytest.raises(ConfigError, match="overlaps the input"):
+        square.prepare(v, out=v)

@@ -83,6 +83,14 @@ class Backend(abc.ABC):
         through :meth:`replay` (a fixed input buffer, one recording); no on the CPU."""
         return False
 
+    def recorded(self, work: Callable[[], None]) -> Callable[[], None]:
+        """A call that runs ``work``, the device work of one product on fixed
+        buffers, with as little host work as the backend allows: on a GPU the
+        launch of one recording of it (made here, running ``work`` twice),
+        ``work`` itself where it cannot be recorded and on the CPU.  ``work``
+        must not allocate or synchronise once it has run once."""
+        return work
+
     def replay(self, slot: dict, fn: Callable[[Array, Array], None], x: Array, y: Array,
                x_fixed: Array | None = None, y_fixed: Array | None = None) -> None:
         """Run ``fn(x, y)``, the device work of one product from ``x`` into

@@ -575,26 +575,43 @@ class GPUBackend(Backend):
         slot["warm"] = True
         fn(x, y)
 
+    def recorded(self, work: Callable[[], None]) -> Callable[[], None]:
+        """As the base class: ``work`` runs once eagerly (plans, scratch
+        buffers and kernels are made there), then is recorded as a CUDA graph
+        (which runs it once more), and the call returned is the graph's
+        launch; ``work`` itself if it cannot be recorded."""
+        work()
+        rec, _ = self._recording(lambda x, y: work(), None, None)
+        return work if rec is None else rec.graph.launch
+
     def _record(self, slot: dict, key: tuple, fn: Callable[[Array, Array], None], x: Array, y: Array) -> None:
-        try:
-            rec = self._recorded(fn, x, y)
-        except Exception as exc:
-            rec = None
-            if self.programmatic_launch:  # a driver may record no programmatic launches: plain ones from now on
-                self.programmatic_launch = False
-                try:
-                    rec = self._recorded(fn, x, y)
-                except Exception:
-                    self.programmatic_launch = True
-            if rec is None:  # cannot record: stay eager for this slot
-                slot["eager"] = True
-                slot["error"] = repr(exc)
-                fn(x, y)
-                return
+        rec, exc = self._recording(fn, x, y)
+        if rec is None:  # cannot record: stay eager for this slot
+            slot["eager"] = True
+            slot["error"] = repr(exc)
+            fn(x, y)
+            return
         graphs = slot["graphs"]
         graphs[key] = rec.graph
         while len(graphs) > self.max_graphs:
             graphs.pop(next(iter(graphs)))
+
+    def _recording(self, fn: Callable[[Array, Array], None], x: Array, y: Array
+                   ) -> tuple[_Recording | None, Exception | None]:
+        """``fn(x, y)`` recorded (and run once), or None and the error when it
+        cannot be recorded (then nothing ran).  A driver may record no
+        programmatic launches: the recording is then tried with plain
+        launches, which the backend keeps from then on."""
+        try:
+            return self._recorded(fn, x, y), None
+        except Exception as exc:
+            if self.programmatic_launch:
+                self.programmatic_launch = False
+                try:
+                    return self._recorded(fn, x, y), None
+                except Exception:
+                    self.programmatic_launch = True
+            return None, exc
 
     def _recorded(self, fn: Callable[[Array, Array], None], x: Array, y: Array) -> _Recording:
         with self.capture() as rec:

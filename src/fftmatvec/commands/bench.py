@@ -56,6 +56,8 @@ def _report(r: dict) -> None:
     print(f"  back to back      {r['back_to_back_s'] * 1e3:10.3f} ms per product (no wait between products)")
     if r.get("into_out_s") is not None:
         print(f"  into out=         {r['into_out_s'] * 1e3:10.3f} ms per product (the caller's result array)")
+    if r.get("prepared_s") is not None:
+        print(f"  prepared          {r['prepared_s'] * 1e3:10.3f} ms per product (BTTOperator.prepare)")
     for name, t in r["stages"].items():
         print(f"    {name:<8}        {t * 1e3:10.3f} ms")
     print(f"  communication     {r['comm_s'] * 1e3:10.3f} ms")
