@@ -292,7 +292,9 @@ class BTTOperator:
         ----------
         v : (Nm, Nt) or (Nm, Nt, K) float array, SOTI; (Nd, Nt[, K]) with ``adjoint``
             An array of the operator's backend (a CuPy array on a GPU), held
-            by the prepared product: each call reads its values then.
+            by the prepared product: each call reads its values then.  They
+            are not checked (NaN or Inf propagate to the result), and those
+            it holds now do not matter.
         adjoint : bool
         out : float64 array of the result's shape, optional
             Where each call writes the result (C-contiguous, apart from
@@ -319,7 +321,7 @@ class BTTOperator:
         if isinstance(v, DistVector) or not be.is_native(v):
             raise ConfigError(f"prepare: {what} takes an array of the operator's backend "
                               f"({be.xp.__name__}), got {type(v).__name__}")
-        v, _ = self._checked(v, self.Nd if adjoint else self.Nm, what, check_device=False)
+        v, _ = self._checked(v, self.Nd if adjoint else self.Nm, what, check_device=False, check_values=False)
         shape = (self.Nm if adjoint else self.Nd, self.Nt) + v.shape[2:]
         if out is None:
             out = be.empty(shape, _F64)
@@ -419,12 +421,14 @@ class BTTOperator:
 
         return x, finish
 
-    def _checked(self, v: Array, n_local: int, what: str, check_device: bool) -> tuple[Array, bool]:
+    def _checked(self, v: Array, n_local: int, what: str, check_device: bool,
+                 check_values: bool = True) -> tuple[Array, bool]:
         """An input block as an array of this backend or NumPy, its shape
         ``(n_local, Nt[, K])`` checked, and NaN/Inf checked on host data (and on
         device data with ``check_device``: that costs a synchronisation, so a
-        device array in one process skips it and NaN propagates to the result).
-        Returns the array and whether it is the backend's own (not NumPy's)."""
+        device array in one process skips it and NaN propagates to the result);
+        no values are checked without ``check_values``.  Returns the array and
+        whether it is the backend's own (not NumPy's)."""
         if v is None:
             raise ConfigError(f"{what}: this rank holds input blocks but got None")
         be = self.backend
@@ -435,7 +439,7 @@ class BTTOperator:
             expected = (n_local, self.Nt)
             raise ConfigError(f"input must have shape {expected} or {expected + ('K',)}, got {shape}")
         on_host = not native or be.xp is np
-        if (on_host or check_device) and not bool((np if on_host else be.xp).isfinite(v).all()):
+        if check_values and (on_host or check_device) and not bool((np if on_host else be.xp).isfinite(v).all()):
             raise FftmatvecError("input vector contains NaN or Inf")
         return v, native
 

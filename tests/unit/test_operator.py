@@ -285,6 +285,21 @@ def test_prepared_product_reads_its_input_at_each_call(code, K, rng):
             assert rel_err(run.out, ref) < 1e-12
 
 
+def test_prepared_product_of_a_strided_float32_view(rng):
+    """An input that is not the pad precision's contiguous array (a float32
+    transposed view) is cast into the prepared product's own buffer at each
+    call: refills through the view are seen, the view's base is untouched."""
+    f = rng.standard_normal((3, 6, 9))
+    op = BTTOperator(f)
+    base = rng.standard_normal((9, 6)).astype(np.float32)
+    m = base.T  # (6, 9), not C-contiguous
+    base[0, 0] = np.nan  # the values at prepare time are not the product's input
+    run = op.prepare(m)
+    for _ in range(2):
+        base[...] = rng.standard_normal(base.shape)
+        np.testing.assert_array_equal(run(), op.matvec(m))
+
+
 def test_prepared_product_into_out_and_its_checks(rng):
     f = rng.standard_normal((3, 5, 7))
     op = BTTOperator(f)
