@@ -91,8 +91,9 @@ def main() -> int:
                 t_inv = sum(device_times(lambda: be.irfft_unpad(x_hat, y, fft_real), be.synchronize).values())
                 S, threads, _, _, _, radices = be._fused_config(nt, np.dtype(cplx), n * K, K)[:6]
                 rec = dict(what="fft-ab", variant=variant, n=n, K=K, nt=nt, radices=list(radices),
-                           real=np.dtype(real).name, ctype=np.dtype(cplx).name, S=S, threads=threads, pad_rfft_us=round(t_fwd, 2),
-                           irfft_unpad_us=round(t_inv, 2), err_rfft=err_rfft, err_roundtrip=err_roundtrip)
+                           real=np.dtype(real).name, ctype=np.dtype(cplx).name, S=S, threads=threads,
+                           pad_rfft_us=round(t_fwd, 2), irfft_unpad_us=round(t_inv, 2), err_rfft=err_rfft,
+                           err_roundtrip=err_roundtrip)
                 print(json.dumps(rec), flush=True)
                 out.write(json.dumps(rec) + "\n")
     return 0
