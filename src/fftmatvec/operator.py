@@ -318,10 +318,14 @@ class BTTOperator:
             raise ConfigError(f"prepare: {what} on a {self.grid.pr}x{self.grid.pc} process grid runs collectives "
                               "at each call; prepare takes an operator without a grid (use matvec/rmatvec)")
         be = self.backend
-        if isinstance(v, DistVector) or not be.is_native(v):
+        kind = type(v).__name__
+        native = False
+        if not isinstance(v, DistVector):
+            v, native = self._checked(v, self.Nd if adjoint else self.Nm, what, check_device=False,
+                                      check_values=False)
+        if not native:
             raise ConfigError(f"prepare: {what} takes an array of the operator's backend "
-                              f"({be.xp.__name__}), got {type(v).__name__}")
-        v, _ = self._checked(v, self.Nd if adjoint else self.Nm, what, check_device=False, check_values=False)
+                              f"({be.xp.__name__}), got {kind}")
         shape = (self.Nm if adjoint else self.Nd, self.Nt) + v.shape[2:]
         if out is None:
             out = be.empty(shape, _F64)
