@@ -78,3 +78,14 @@ def test_wgmma_rate_kernels_compile(N, tmp_path):
     res = _nvcc(src, tmp_path, "-arch=sm_90a")
     assert res.returncode == 0, res.stderr
     assert f"wgmma.mma_async.sync.aligned.m64n{N}k8" in (tmp_path / "rate.ptx").read_text()
+
+
+def test_k16_bound_kernels_compile(tmp_path):
+    """benchmarks/k16_bound.py's stand-in kernels compile, each instantiation it launches."""
+    bound = benchmark_module("k16_bound")
+    src = tmp_path / "k16_bound.cu"
+    taken = ", ".join(f"(void*)&{name}" for name in bound.KERNELS)
+    src.write_text(bound.SRC + f"\nvoid* const* instantiated() {{ static void* const k[] = {{{taken}}}; return k; }}\n")
+    res = _nvcc(src, tmp_path, "-arch=sm_90", "-Werror=all-warnings")
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "k16_bound.ptx").read_text().count(".entry") == len(bound.KERNELS)
