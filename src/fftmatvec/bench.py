@@ -2,7 +2,8 @@
 
 Reports medians of the whole product (each product waited for; also with the
 result written into the caller's array, ``out=``, and as a prepared product,
-:meth:`~fftmatvec.operator.BTTOperator.prepare`) and of each stage, the time
+:meth:`~fftmatvec.operator.BTTOperator.prepare`, the three taking turns in
+rounds) and of each stage, the time
 per product of products queued back to back, the bandwidth floor
 ``bytes(Fhat) / copy bandwidth`` measured in the same run, and optionally
 the error against a float64 reference and the time of a naive pipeline.
@@ -92,16 +93,35 @@ def random_slab(seed: int, Nd: int, Nm: int, Nt: int, rows: tuple[int, int], col
     return f
 
 
-def _median_time(fn: Callable[[], Any], reps: int, synchronize: Callable[[], None]) -> float:
-    fn()  # warm-up: workspaces, plans, kernel compilation
-    synchronize()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
+#: Rounds in which the waited-for ways of running a product take turns.
+ROUNDS = 5
+
+
+def _waited_medians(calls: dict[str, Callable[[], Any]], reps: int, synchronize: Callable[[], None],
+                    rounds: int = ROUNDS) -> dict[str, float]:
+    """Median seconds of each of ``calls`` waited for: ``reps`` timed calls
+    each after one warm-up call (workspaces, plans, kernel compilation), the
+    calls taking turns in up to ``rounds`` rounds of nearly equal length.  A
+    device can get slower as a long run goes on (docs/gpu.md, `K = 16`), so
+    taking turns keeps any one way from getting only the start or the end."""
+    for fn in calls.values():
         fn()
-        synchronize()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+    synchronize()
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    rounds = max(1, min(rounds, reps))
+    for r in range(rounds):
+        for name, fn in calls.items():
+            for _ in range(reps // rounds + (r < reps % rounds)):
+                t0 = time.perf_counter()
+                fn()
+                synchronize()
+                times[name].append(time.perf_counter() - t0)
+    return {name: float(np.median(ts)) for name, ts in times.items()}
+
+
+def _median_time(fn: Callable[[], Any], reps: int, synchronize: Callable[[], None]) -> float:
+    """Median seconds of ``fn`` waited for, ``reps`` timed calls after a warm-up."""
+    return _waited_medians({"": fn}, reps, synchronize)[""]
 
 
 def _back_to_back_time(fn: Callable[[], Any], reps: int, synchronize: Callable[[], None]) -> float:
@@ -151,15 +171,16 @@ def run_bench(cfg: BenchConfig, grid: Any = None) -> dict[str, Any]:
 
     apply(x)  # the first product sets up workspaces, plans, kernels and the collectives (NCCL
     sync()  # communicators): kept out of comm_s
-    grid.reset_comm_stats()
-    time_s = slowest(_median_time(lambda: apply(x), cfg.reps, sync))  # reps + 1 products
-    comm_s = slowest(grid.comm_seconds / (cfg.reps + 1))
-    back_to_back_s = slowest(_back_to_back_time(lambda: apply(x), cfg.reps, sync))
-    into_s = prepared_s = None
+    calls = {"time": lambda: apply(x)}
     if isinstance(grid, SerialGrid):  # the result written into one array of the caller's (no allocation)
         out = be.empty((cfg.Nm if cfg.adjoint else cfg.Nd, cfg.Nt, cfg.nrhs), np.float64)
-        into_s = _median_time(lambda: apply(x, out=out), cfg.reps, sync)
-        prepared_s = _median_time(op.prepare(x, adjoint=cfg.adjoint, out=out), cfg.reps, sync)
+        calls.update(into=lambda: apply(x, out=out), prepared=op.prepare(x, adjoint=cfg.adjoint, out=out))
+    grid.reset_comm_stats()
+    waited = _waited_medians(calls, cfg.reps, sync)  # reps + 1 products of each; only the first talks
+    time_s = slowest(waited["time"])
+    comm_s = slowest(grid.comm_seconds / (cfg.reps + 1))
+    into_s, prepared_s = waited.get("into"), waited.get("prepared")
+    back_to_back_s = slowest(_back_to_back_time(lambda: apply(x), cfg.reps, sync))
     timer = be.timer()
     for _ in range(cfg.reps):
         apply(x, timer=timer)

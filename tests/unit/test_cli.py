@@ -74,6 +74,7 @@ def test_bench_json(capsys):
     for key in ("time_s", "back_to_back_s", "floor_s", "floor_ratio", "stages", "rel_error", "naive_time_s",
                 "dense_time_s"):
         assert key in result
+    assert result["into_out_s"] > 0 and result["prepared_s"] > 0
     assert set(result["stages"]) == {"pad", "fft", "sbgemv", "ifft", "unpad"}
     assert result["rel_error"] < 1e-13 and result["reference"] == "dense"
 
