@@ -34,6 +34,7 @@ responses), so that the big size costs seconds, not minutes.  Times
   profiler, which records all kernels of the process through CUPTI), and
 * the host time of ``BTTOperator.matvec`` at the fixture size (cProfile),
   and at the middle size from the call to the graph's launch (``prelaunch``),
+* ``F^T F m`` through ``normal`` against two products (``normal``),
 
 and prints one JSON object per measurement.
 """
@@ -1836,6 +1837,26 @@ def main(argv=None) -> int:
                         rec["host_us"] = round(host_time(fn)[0] * 1e6, 2)
                         emit(**rec)
 
+    def part_normal():
+        """The Gauss-Newton product ``F^T F m`` waited for at the fixture and middle sizes, four ways
+        taking turns: ``normal``, ``rmatvec(matvec(m))``, the two into ``out=`` arrays, and two
+        prepared products (the adjoint's input the forward's output): what ``normal``'s path adds."""
+        from fftmatvec.bench import _waited_medians, random_slab
+        from fftmatvec.operator import BTTOperator
+
+        for (nd, nm, nt), n in (((15, 289, 10), 1000), ((50, 1000, 500), 300)):
+            f = random_slab(0, nd, nm, nt, (0, nd), (0, nm))
+            for code in ("ddddd", "dssdd"):
+                op = BTTOperator(f, device=be, precision=code, adjoint_precision=code.replace("dssdd", "ddssd"))
+                m = cp.random.standard_normal((nm, nt))
+                d, z = cp.empty((nd, nt)), cp.empty((nm, nt))
+                fwd, adj = op.prepare(m, out=d), op.prepare(d, adjoint=True, out=z)
+                calls = {"normal": lambda: op.normal(m), "rmatvec(matvec)": lambda: op.rmatvec(op.matvec(m)),
+                         "into out=": lambda: op.rmatvec(op.matvec(m, out=d), out=z),
+                         "prepared": lambda: (fwd(), adj())}
+                for way, t in _waited_medians(calls, n, be.synchronize).items():
+                    emit(what="normal", size=f"{nm}x{nd}x{nt}", code=code, way=way, us=round(t * 1e6, 2))
+
     def part_prelaunch():
         """Host time from a middle-size product's call to its graph launch,
         without a profiler: each recorded graph of the product is wrapped so
@@ -2030,7 +2051,7 @@ def main(argv=None) -> int:
                      ("pdl", part_pdl),
                      ("read", part_read), ("adjparts", part_adj_parts), ("slabs", part_slabs),
                      ("adjc128", part_adj_c128), ("regs", part_regs), ("regsloads", part_regs_loads),
-                     ("timeline", part_timeline), ("prelaunch", part_prelaunch)):
+                     ("timeline", part_timeline), ("prelaunch", part_prelaunch), ("normal", part_normal)):
         if name in parts:
             guarded(name, fn)
     if out:

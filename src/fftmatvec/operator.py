@@ -358,6 +358,15 @@ class BTTOperator:
         return self._chain(m, self.aux_engine, "G^T F m")
 
     def _chain(self, m: Array, second: LocalBTT, what: str) -> Array:
+        if self._one_process and not isinstance(m, DistVector):
+            # the two local products (their host work is most of a small product's latency: the grid
+            # path below cost F^T F 17-30 us more than matvec then rmatvec, docs/gpu.md); a host array
+            # is checked here, goes to the device once and comes back once
+            v, native = self._checked(m, self.Nm, what, check_device=False)
+            be = self.backend
+            y = self._local_product(v if native else be.asarray(v), adjoint=False, check_values=False)
+            z = self._local_product(y, adjoint=True, engine=second, check_values=False)
+            return z if native else be.to_host(z)
         fwd, adj = self.precision, self.adjoint_precision
         x, finish = self._prepare(m, "param", fwd, what)
         x = self.grid.col_bcast(x)
@@ -456,13 +465,18 @@ class BTTOperator:
             return self.backend.copy_as(y, np.float64, shape)
         return self.backend.to_host(y).astype(np.float64).reshape(shape)
 
-    def _local_product(self, v: Array, adjoint: bool, out: Array | None = None) -> Array:
+    def _local_product(self, v: Array, adjoint: bool, out: Array | None = None, engine: LocalBTT | None = None,
+                       check_values: bool = True) -> Array:
         """``F v`` or ``F^T v`` in one process, with the checks of the grid path
         and none of its votes, broadcasts or reductions (the latency of small
-        products is mostly this host-side work), into ``out`` if given."""
+        products is mostly this host-side work), into ``out`` if given.
+        ``engine`` replaces the operator's own (``aux_normal``'s ``G^T``);
+        ``check_values=False`` skips the NaN/Inf check of a checked input."""
         prec = self.adjoint_precision if adjoint else self.precision
         what = "F^T d" if adjoint else "F m"
-        v, native = self._checked(v, self.Nd if adjoint else self.Nm, what, check_device=False)
+        engine = self.engine if engine is None else engine
+        v, native = self._checked(v, self.Nd if adjoint else self.Nm, what, check_device=False,
+                                  check_values=check_values)
         be = self.backend
         shape = (self.Nm if adjoint else self.Nd, self.Nt) + v.shape[2:]
         if out is not None:
@@ -475,11 +489,11 @@ class BTTOperator:
             if new_array:
                 spare = self._spares.pop(adjoint, None)
                 out = spare if spare is not None and spare.shape == shape else be.empty(shape, _F64)
-            self.engine.apply(x, prec, adjoint=adjoint, out=out)
+            engine.apply(x, prec, adjoint=adjoint, out=out)
             if new_array and out.nbytes <= _SPARE_MAX_BYTES:
                 self._spares[adjoint] = be.empty(shape, _F64)  # the next result's array, made while this one runs
             return out
-        y = self.engine.apply(x, prec, adjoint=adjoint)
+        y = engine.apply(x, prec, adjoint=adjoint)
         if out is None:
             return self._result(y, v.ndim == 3, native)
         if native:

@@ -13,6 +13,7 @@ from fftmatvec import ALL_CODES, BTTOperator, ConfigError, FftmatvecError
 from fftmatvec.bench import dense_matrix
 from fftmatvec.io import read_vector
 from fftmatvec.precision import parse
+from fftmatvec.vector import DistVector
 
 SHAPES = [  # (Nd, Nm, Nt): odd, prime, degenerate, tall and wide
     (5, 7, 6),
@@ -63,6 +64,28 @@ def test_normal_and_aux_normal(rng):
     assert rel_err(op.aux_normal(m).ravel(), G.T @ F @ m.ravel()) < 1e-13
     with pytest.raises(FftmatvecError, match="auxiliary"):
         BTTOperator(f).aux_normal(m)
+
+
+@pytest.mark.parametrize("code", ["ddddd", "dssdd", "sssss"])
+def test_normal_in_one_process_equals_the_grid_path(rng, code):
+    """F^T F m and G^T F m of arrays run as two local products; the same
+    products of a DistVector still take the grid path: bit for bit equal,
+    for one vector, a batch and a float32 strided view."""
+    f, g = rng.standard_normal((5, 9, 7)), rng.standard_normal((5, 9, 7))
+    op = BTTOperator(f, aux=g, precision=code, adjoint_precision=code)
+    inputs = (rng.standard_normal((9, 7)), rng.standard_normal((9, 7, 3)),
+              rng.standard_normal((9, 14)).astype(np.float32)[:, ::2])
+    for m in inputs:
+        for chain in (op.normal, op.aux_normal):
+            local = chain(m)
+            assert local.dtype == np.float64 and local.shape == m.shape
+            np.testing.assert_array_equal(local, chain(DistVector.from_global(m)).gather(root=None))
+    bad = inputs[0].copy()
+    bad[4, 2] = np.nan
+    with pytest.raises(FftmatvecError, match="NaN"):
+        op.normal(bad)
+    with pytest.raises(ConfigError, match="shape"):
+        op.normal(inputs[0][:, :5])
 
 
 def test_batched_rhs_equals_loop(rng):
