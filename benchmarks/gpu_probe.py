@@ -70,6 +70,21 @@ def device_times(fn, synchronize, n=20) -> dict:
     return per
 
 
+def json_lines(path: str | None):
+    """``emit(**record)``: prints ``record`` as one JSON line, and appends
+    the line to the file ``path`` when one is given."""
+    out = open(path, "a") if path else None
+
+    def emit(**rec) -> None:
+        line = json.dumps(rec)
+        print(line, flush=True)
+        if out:
+            out.write(line + "\n")
+            out.flush()
+
+    return emit
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
@@ -117,15 +132,8 @@ def main(argv=None) -> int:
             getattr(be, attr)[key] = int(value)
         else:
             setattr(be, attr, int(value))
-    out = open(args.out, "a") if args.out else None
+    emit = json_lines(args.out)
     start, end = cp.cuda.Event(), cp.cuda.Event()
-
-    def emit(**rec):
-        line = json.dumps(rec)
-        print(line, flush=True)
-        if out:
-            out.write(line + "\n")
-            out.flush()
 
     def timeit(fn, reps=20, warm=3):
         for _ in range(warm):
@@ -2054,8 +2062,6 @@ def main(argv=None) -> int:
                      ("timeline", part_timeline), ("prelaunch", part_prelaunch), ("normal", part_normal)):
         if name in parts:
             guarded(name, fn)
-    if out:
-        out.close()
     return 0
 
 

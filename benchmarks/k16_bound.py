@@ -36,7 +36,6 @@ target on this machine.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import numpy as np
@@ -113,9 +112,9 @@ def main(argv=None) -> int:
     from fftmatvec import BTTOperator
     from fftmatvec.bench import random_slab
     from fftmatvec.precision import parse
-    from gpu_probe import device_times
+    from gpu_probe import device_times, json_lines
 
-    out = open(args.out, "a") if args.out else None
+    emit = json_lines(args.out)
     Nm, Nd, Nt = args.Nm, args.Nd, args.Nt
     Nf = Nt + 1
     mod = cp.RawModule(code=SRC, options=("-std=c++17",), name_expressions=KERNELS)
@@ -123,13 +122,6 @@ def main(argv=None) -> int:
     sms = attributes["MultiProcessorCount"]
     sink = cp.zeros(1, np.float32)
     f = random_slab(0, Nd, Nm, Nt, (0, Nd), (0, Nm))
-
-    def emit(**rec):
-        line = json.dumps(rec)
-        print(line, flush=True)
-        if out:
-            out.write(line + "\n")
-            out.flush()
 
     # what a kernel keeping all K results of every frequency on chip would have to fit in
     emit(what="chip", multiprocessors=sms, l2_bytes=attributes["L2CacheSize"],
