@@ -360,7 +360,7 @@ class BTTOperator:
     def _chain(self, m: Array, second: LocalBTT, what: str) -> Array:
         if self._one_process and not isinstance(m, DistVector):
             # the two local products (their host work is most of a small product's latency: the grid
-            # path below cost F^T F 17-30 us more than matvec then rmatvec, docs/gpu.md); a host array
+            # path below cost F^T F 16-30 us more than matvec then rmatvec, docs/gpu.md); a host array
             # is checked here, goes to the device once and comes back once
             v, native = self._checked(m, self.Nm, what, check_device=False)
             be = self.backend
