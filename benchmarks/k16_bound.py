@@ -36,7 +36,6 @@ target on this machine.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
@@ -110,7 +109,7 @@ def main(argv=None) -> int:
     import cupy as cp
 
     from fftmatvec import BTTOperator
-    from fftmatvec.bench import random_slab
+    from fftmatvec.bench import _median_time, random_slab
     from fftmatvec.precision import parse
     from gpu_probe import device_times, json_lines
 
@@ -130,16 +129,8 @@ def main(argv=None) -> int:
          sums_bytes={"complex128": Nf * Nd * K * 16, "complex64": Nf * Nd * K * 8})
 
     def waited(fn) -> float:
-        """Median seconds of a call waited for (as the bench's time_s)."""
-        fn()
-        cp.cuda.Device().synchronize()
-        ts = []
-        for _ in range(args.reps):
-            t0 = time.perf_counter()
-            fn()
-            cp.cuda.Device().synchronize()
-            ts.append(time.perf_counter() - t0)
-        return float(np.median(ts))
+        """Median seconds of a call waited for (as the bench's time_s), after a warm-up call."""
+        return _median_time(fn, args.reps, cp.cuda.Device().synchronize)
 
     for code in args.codes.split(","):
         prec = parse(code)
