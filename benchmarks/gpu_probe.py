@@ -70,6 +70,18 @@ def device_times(fn, synchronize, n=20) -> dict:
     return per
 
 
+def size_parser(doc: str) -> argparse.ArgumentParser:
+    """The parser of a script timing one size (default the big one): its
+    first paragraph of ``doc`` as description, ``--out`` (append the JSON
+    lines there), ``--Nm``, ``--Nd`` and ``--Nt``."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--out", default=None, help="append the JSON lines here")
+    ap.add_argument("--Nm", type=int, default=5000)
+    ap.add_argument("--Nd", type=int, default=100)
+    ap.add_argument("--Nt", type=int, default=1000)
+    return ap
+
+
 def json_lines(path: str | None):
     """``emit(**record)``: prints ``record`` as one JSON line, and appends
     the line to the file ``path`` when one is given."""

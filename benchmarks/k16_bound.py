@@ -35,7 +35,6 @@ target on this machine.
 """
 from __future__ import annotations
 
-import argparse
 
 import numpy as np
 
@@ -96,11 +95,9 @@ TARGET = 12
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=None, help="append the JSON lines here")
-    ap.add_argument("--Nm", type=int, default=5000)
-    ap.add_argument("--Nd", type=int, default=100)
-    ap.add_argument("--Nt", type=int, default=1000)
+    from gpu_probe import device_times, json_lines, size_parser
+
+    ap = size_parser(__doc__)
     ap.add_argument("--codes", default=",".join(CODES))
     ap.add_argument("-N", "--reps", type=int, default=10, help="waited-for calls per median")
     ap.add_argument("--rounds", type=int, default=5, help="alternated rounds of the K = 16 products")
@@ -111,7 +108,6 @@ def main(argv=None) -> int:
     from fftmatvec import BTTOperator
     from fftmatvec.bench import _median_time, random_slab
     from fftmatvec.precision import parse
-    from gpu_probe import device_times, json_lines
 
     emit = json_lines(args.out)
     Nm, Nd, Nt = args.Nm, args.Nd, args.Nt

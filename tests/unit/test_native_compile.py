@@ -89,3 +89,21 @@ def test_k16_bound_kernels_compile(tmp_path):
     res = _nvcc(src, tmp_path, "-arch=sm_90", "-Werror=all-warnings")
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "k16_bound.ptx").read_text().count(".entry") == len(bound.KERNELS)
+
+
+@pytest.mark.parametrize("size", [(1000, 100, 5000), (500, 50, 1000)], ids=["big", "middle"])
+def test_k16_fused_kernels_compile(size, tmp_path):
+    """benchmarks/k16_fused.py's kernels compile, each instantiation it launches at the big and middle sizes
+    on an H200's 132 multiprocessors."""
+    fused = benchmark_module("k16_fused")
+    layout = fused.Layout(*size, blocks=132, threads=256, series=8, stages=2)
+    src = tmp_path / "k16_fused.cu"
+    taken = ", ".join(f"(void*)&{name}" for name in layout.kernels())
+    src.write_text(fused.source() + "\nvoid* const* instantiated() { static void* const k[] = {" + taken
+                   + "}; return k; }\n")
+    res = _nvcc(src, tmp_path, "-arch=sm_90", "-Werror=all-warnings")
+    assert res.returncode == 0, res.stderr
+    ptx = (tmp_path / "k16_fused.ptx").read_text()
+    entries = [line for line in ptx.splitlines() if ".entry" in line]  # (fft.cu's own instantiations too)
+    assert sum(any(k in e for k in ("k16_fused", "dmma_rate", "rows_read")) for e in entries) == len(layout.kernels())
+    assert "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64" in ptx
