@@ -32,11 +32,10 @@ the whole grid in step:
 2. a grid barrier (an atomic counter);
 3. every warp adds the chunk's products to its tiles of sums (16 rows of
    `Fhat` of one frequency by the 16 right-hand sides, float64
-   ``mma.sync.m16n8k8``, four real products per complex one), through a
-   ring of ``--stages`` stages in shared memory that one more warp a block
-   fills by tensor copies (boxes of 16 rows x 16 columns of `Fhat`, half
-   the block's tiles a stage, and 16 columns of its frequencies' spectra),
-   with ``mbarrier``s between it and the warps that multiply.
+   ``mma.sync.m16n8k8``, four real products per complex one), k-step by
+   k-step of 8 columns through a ring of ``--stages`` stages in shared
+   memory filled by ``cp.async``: each lane's own `Fhat` fragments, and the
+   spectra of the block's frequencies.
 
 After each sweep the sums go to ``Yhat (Nt + 1, Nd, 16)``; the engine's
 fused inverse transform (``irfft_unpad``) makes ``y``.
@@ -105,36 +104,6 @@ __device__ void grid_barrier(unsigned* count, unsigned target) {
     __syncthreads();
 }
 
-// Shared-memory barriers (mbarrier) and tensor copies (cp.async.bulk.tensor, a box of a 2-D tensor map in global
-// memory), whose bytes count down the barrier's transaction count as they land.
-__device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void mbar_init(unsigned long long* bar, unsigned count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect(unsigned long long* bar, unsigned bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
-    unsigned done = 0;
-    while (!done)
-        asm volatile(
-            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-            : "=r"(done)
-            : "r"(smem_addr(bar)), "r"(parity)
-            : "memory");
-}
-// the box at (column c0, row r0) of the tensor map `map` into dst
-__device__ __forceinline__ void tensor_copy(void* dst, const void* map, int c0, int r0, unsigned long long* bar) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::
-            "r"(smem_addr(dst)),
-        "l"(map), "r"(c0), "r"(r0), "r"(smem_addr(bar))
-        : "memory");
-}
-
 // Spectra of parameter p's 16 series (x: (nm, N, 16)) at the sweep's frequencies into column b of sp (Q, G, 16):
 // even sweep q <= M (f = 2q), odd sweep q < M (f = 2q + 1).  Zero for p >= nm.
 template <int N, int NT, int S, int... Rs>
@@ -182,55 +151,44 @@ __device__ void transform(const double* __restrict__ x, C* sp, C* buf0, C* buf1,
 // Y[f, i, k] = sum_j A[f, i, j] X[f, j, k] with X the spectra of x (nm, N, 16), for all N + 1 frequencies
 // (A: Fhat (N + 1, ND, NM), Y: (N + 1, ND, 16), complex128).  phases: 1 transforms, 2 products, 3 both;
 // 4 with 2: the products' copies without their arithmetic.
-// A sweep's tiles are its Q frequencies' rows in groups of 16 (rt a frequency, the last one padded); consumer
-// warp gw of the grid (CW a block) takes tiles gw T / W .. (gw + 1) T / W - 1 (at most TPW, at most two
-// frequencies: rt >= TPW), so block b takes at most BT tiles of at most XQ frequencies.  Warp CW of each block
-// copies: k-step j (8 columns) of each of the block's tiles of Fhat (a box of 16 rows x 8 columns of amap, the
-// rows of Fhat as a 2-D float64 tensor) and of its frequencies' spectra (a box of 8 columns x 16 right-hand sides
-// of xmap, spec as a 2-D tensor) go to stage j % NS of a ring, up to NS steps ahead; each stage has a barrier
-// `full` (the bytes landed) and `empty` (every consumer warp done with it).
-// Launch: gridDim.x = G <= the multiprocessors (one block each: they must all run at once), blockDim.x = 32
-// (CW + 1), dynamic shared memory max(2 S Row<M, S>::ld, NS (128 BT + 128 XQ)) * 16 + 1024 + 16 NS bytes (the
-// ring aligned to 1024); spec 2 (M + 1) G 16 complex; *count zero.
-template <int N, int ND, int NM, int CW, int S, int TPW, int BT, int XQ, int NS, int... Rs>
-__global__ void __launch_bounds__(32 * (CW + 1), 1)
+// A sweep's tiles are its Q frequencies' rows in groups of 16 (rt a frequency, the last one padded); warp gw
+// of the grid takes tiles gw T / W .. (gw + 1) T / W - 1 (at most TPW, at most two frequencies: rt >= TPW),
+// so block b's tiles span at most XQ frequencies.
+// Launch: gridDim.x = G <= the multiprocessors (one block each: they must all run at once), blockDim.x = NT,
+// dynamic shared memory max(2 S Row<M, S>::ld, NS (4 TPW NT + 8 XQ XS)) * 16 bytes; spec 2 (M + 1) G 16
+// complex; *count zero.
+template <int N, int ND, int NM, int NT, int S, int TPW, int XQ, int NS, int... Rs>
+__global__ void __launch_bounds__(NT, 1)
 k16_fused(const double* __restrict__ x, const C* __restrict__ A, C* spec, C* __restrict__ Y,
           const C* __restrict__ twp, const C* __restrict__ twl, const C* __restrict__ two, unsigned* count,
-          int phases, const void* amap, const void* xmap) {
-    constexpr int NT = 32 * (CW + 1), nd = ND, nm = NM, rt = (ND + 15) / 16, M = N / 2, K = 16;
-    // a stage: k-step (w, p), 16 columns of window w of the block's tiles of parity p: A as [tile / 2][row
-    // 16][column 16], X as [frequency][column 16][right-hand side 16]
-    constexpr int ld = fmv::Row<M, S, C>::ld, ASZ = 256 * ((BT + 1) / 2), STAGE = ASZ + 256 * XQ;
-    constexpr int RING = 2 * S * ld > NS * STAGE ? 2 * S * ld : NS * STAGE;
-    static_assert(N % 2 == 0 && K % S == 0 && NS >= 2, "sizes");
+          int phases) {
+    constexpr int nd = ND, nm = NM, rt = (ND + 15) / 16, M = N / 2, K = 16, WPB = NT / 32;
+    // X's rows in shared memory [frequency][column][right-hand side]: XS = 18 puts a fragment's lanes in
+    // distinct banks
+    constexpr int ld = fmv::Row<M, S, C>::ld, XS = K + 2, STAGE = 4 * TPW * NT + 8 * XQ * XS;
+    static_assert(N % 2 == 0 && K % S == 0 && NT % 32 == 0 && NS >= 2, "sizes");
     extern __shared__ double2 fmv_smem[];
-    C* buf0 = reinterpret_cast<C*>((reinterpret_cast<unsigned long long>(fmv_smem) + 1023) & ~1023ull);
-    C* buf1 = buf0 + S * ld;  // the transform's two buffers, or the products' ring
-    unsigned long long* full = reinterpret_cast<unsigned long long*>(buf0 + RING);
-    unsigned long long* empty = full + NS;
-    const int G = gridDim.x, b = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2,
-              t = lane & 3;
-    const bool copier = warp == CW;
-    if (threadIdx.x == 0)
-        for (int s = 0; s < NS; ++s) {
-            mbar_init(full + s, 1);
-            mbar_init(empty + s, CW);
-        }
-    __syncthreads();
+    C* buf0 = fmv_smem;  // the transform's two buffers, or the product's ring of NS stages
+    C* buf1 = buf0 + S * ld;
+    const int G = gridDim.x, b = blockIdx.x, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int nchunks = (nm + G - 1) / G;
     const index_t bufsize = (index_t)(M + 1) * G * K;
     unsigned target = 0;
-    int step = 0, n = 0;  // chunks, and k-steps through the ring, over both sweeps
+    int step = 0;
     for (int odd = 0; odd < 2; ++odd) {
         const int Q = odd ? M : M + 1;
-        const long long T = (long long)Q * rt, W = (long long)G * CW, gw = (long long)b * CW + min(warp, CW - 1);
-        const int tile0 = (int)(gw * T / W), ntiles = copier ? 0 : (int)((gw + 1) * T / W) - tile0;
-        const int bt0 = (int)((long long)b * CW * T / W), nbt = (int)((long long)(b + 1) * CW * T / W) - bt0;
-        const int qlo = bt0 / rt, nq = (bt0 + nbt - 1) / rt - qlo + 1;
-        // tiles u < us are rows ra + 16 u .. of frequency qa, the others rows 16 (u - us) .. of qb
+        const long long T = (long long)Q * rt, W = (long long)G * WPB, gw = (long long)b * WPB + (threadIdx.x >> 5);
+        const int tile0 = (int)(gw * T / W), ntiles = (int)((gw + 1) * T / W) - tile0;
+        // tiles u < us are rows ra + 16 u .. of frequency qa, the others rows 16 (u - us) .. of qb; the lane's
+        // rows of tile u are rows(u) + g (+ 8), A's at pa or pb + 16 u NM (+ 8 NM)
         const int qa = tile0 / rt, ra = tile0 % rt * 16, us = min(ntiles, rt - tile0 % rt);
         const int qb = us < ntiles ? qa + 1 : qa;
         auto rows = [&](int u) { return u < us ? ra + 16 * u : 16 * (u - us); };
+        const C* pa = A + ((index_t)(2 * qa + odd) * nd + ra + g) * NM;
+        const C* pb = A + ((index_t)(2 * qb + odd) * nd + g - 16 * us) * NM;
+        // the block's frequencies qlo .. qlo + nq - 1
+        const int qlo = (int)((long long)b * WPB * T / W) / rt;
+        const int nq = (int)(((long long)(b + 1) * WPB * T / W - 1) / rt) - qlo + 1;
         double acc[TPW][2][2][4];  // [tile][right-hand sides 8h ..][Re, Im][fragment element], over all chunks
 #pragma unroll
         for (int u = 0; u < TPW; ++u)
@@ -242,61 +200,61 @@ k16_fused(const double* __restrict__ x, const C* __restrict__ A, C* spec, C* __r
             target += G;
             grid_barrier(count, target);
             if (!(phases & 2)) continue;
-            const int j0 = c * G, jn = min(G, nm - j0), nsteps = (jn + 15) / 16;  // windows of 16 columns
-            if (copier) {
-                for (int j = 0; j < 2 * nsteps; ++j, ++n) {
-                    const int s = n % NS, w = j / 2, par = j % 2, ntp = (nbt + 1 - par) / 2;
-                    if (n >= NS) mbar_wait(empty + s, (n / NS - 1) & 1);
-                    C* as = buf0 + s * STAGE;
-                    if (lane == 0) mbar_arrive_expect(full + s, (ntp + nq) * 4096);
-                    __syncwarp();
-                    for (int i = lane; i < ntp; i += 32) {  // tile lt = 2 i + par: rows, columns in float64 units
-                        const int tile = bt0 + 2 * i + par;
-                        const int row = (2 * (tile / rt) + odd) * nd + tile % rt * 16;
-                        tensor_copy(as + i * 256, amap, 2 * (j0 + 16 * w), row, full + s);
+            const int j0 = c * G, jn = min(G, nm - j0);
+            // k-step j (columns 8 j .. 8 j + 7 of the chunk) goes to stage j % NS by cp.async, NS - 1 k-steps
+            // ahead: A's fragments into the lane's own slots (4 u + e: row rows(u) + g + 8 (e & 1), column 8 j +
+            // t + 4 (e >> 1)), which only it reads back; the spectra of the block's frequencies for all its warps.
+            auto issue = [&](int j) {
+                C* slot = buf0 + (j % NS) * STAGE + threadIdx.x;
+#pragma unroll
+                for (int u = 0; u < TPW; ++u)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int jl = 8 * j + t + 4 * (e >> 1), r = 8 * (e & 1);
+                        const bool valid = u < ntiles && jl < jn && rows(u) + g + r < nd;
+                        const C* src = (u < us ? pa : pb) + (index_t)(16 * u + r) * NM + j0 + jl;
+                        fmv::cp_async<16>(slot + (4 * u + e) * NT, valid ? src : A, valid);
                     }
-                    for (int qq = lane; qq < nq; qq += 32)
-                        tensor_copy(as + ASZ + qq * 256, xmap, 0, (int)((step & 1) * (M + 1) + qlo + qq) * G + 16 * w,
-                                    full + s);
+                C* xs = buf0 + (j % NS) * STAGE + 4 * TPW * NT;
+                for (int p = threadIdx.x; p < nq * 8 * K; p += NT) {
+                    const int qq = p / (8 * K), col = p / K % 8, k = p % K;
+                    fmv::cp_async<16>(xs + (qq * 8 + col) * XS + k,
+                                      sp + ((index_t)(qlo + qq) * G + min(8 * j + col, G - 1)) * K + k, true);
                 }
-            } else {
-                for (int j = 0; j < 2 * nsteps; ++j, ++n) {
-                    const int s = n % NS, w = j / 2, par = j % 2, cols = min(16, jn - 16 * w);
-                    mbar_wait(full + s, (n / NS) & 1);
-                    if (!(phases & 4)) {
-                        const C* as = buf0 + s * STAGE + g * 16 + t;
-                        const C* xs = buf0 + s * STAGE + ASZ + t * K + g;
+                fmv::cp_async_commit();
+            };
+            const int nsteps = (jn + 7) / 8;
+            for (int j = 0; j < NS - 1; ++j) issue(j);
+            for (int j = 0; j < nsteps; ++j) {
+                fmv::cp_async_wait<NS - 2>();
+                __syncthreads();  // every thread's copies of step j are in, and every thread is done with j - 1
+                issue(j + NS - 1);  // (into the stage of step j - 1)
+                if (phases & 4) continue;  // the copies alone
+                const C* slot = buf0 + (j % NS) * STAGE + threadIdx.x;
+                const C* xs = buf0 + (j % NS) * STAGE + 4 * TPW * NT + t * XS + g;
 #pragma unroll
-                        for (int u = 0; u < TPW; ++u) {
-                            const int lt = tile0 - bt0 + u;
-                            if (u >= ntiles || (lt & 1) != par) continue;  // (the same for the whole warp)
-                            const C* xq = xs + ((u < us ? qa : qb) - qlo) * 256;
+                for (int u = 0; u < TPW; ++u) {
+                    if (u >= ntiles) continue;  // (the same for the whole warp)
+                    double ar[4], ai[4];
 #pragma unroll
-                            for (int kk = 0; kk < 16; kk += 8) {
-                                double ar[4], ai[4];
-#pragma unroll
-                                for (int e = 0; e < 4; ++e) {  // row g + 8 (e & 1), column kk + t + 4 (e >> 1)
-                                    const int col = kk + t + 4 * (e >> 1);
-                                    const C a = col < cols ? as[(lt >> 1) * 256 + (e & 1) * 128 + kk + (e >> 1) * 4]
-                                                           : fmv::czero<C>();
-                                    ar[e] = a.x;
-                                    ai[e] = a.y;
-                                }
-#pragma unroll
-                                for (int h = 0; h < 2; ++h) {  // X: right-hand side g + 8 h, columns kk + t (+ 4)
-                                    const C v0 = xq[kk * K + 8 * h], v1 = xq[(kk + 4) * K + 8 * h];
-                                    mma1688(acc[u][h][0], ar, v0.x, v1.x);  // Re += Ar Xr - Ai Xi
-                                    mma1688(acc[u][h][0], ai, -v0.y, -v1.y);
-                                    mma1688(acc[u][h][1], ar, v0.y, v1.y);  // Im += Ar Xi + Ai Xr
-                                    mma1688(acc[u][h][1], ai, v0.x, v1.x);
-                                }
-                            }
-                        }
+                    for (int e = 0; e < 4; ++e) {
+                        const C a = slot[(4 * u + e) * NT];
+                        ar[e] = a.x;
+                        ai[e] = a.y;
                     }
-                    __syncwarp();
-                    if (lane == 0) mbar_arrive(empty + s);
+                    // X's values of right-hand side g + 8 h, columns t and t + 4
+                    const C* xq = xs + ((u < us ? qa : qb) - qlo) * 8 * XS;
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const C v0 = xq[8 * h], v1 = xq[4 * XS + 8 * h];
+                        mma1688(acc[u][h][0], ar, v0.x, v1.x);  // Re += Ar Xr - Ai Xi
+                        mma1688(acc[u][h][0], ai, -v0.y, -v1.y);
+                        mma1688(acc[u][h][1], ar, v0.y, v1.y);  // Im += Ar Xi + Ai Xr
+                        mma1688(acc[u][h][1], ai, v0.x, v1.x);
+                    }
                 }
             }
+            fmv::cp_async_wait<0>();
             __syncthreads();  // the next transform writes over the ring
         }
 #pragma unroll
@@ -379,32 +337,29 @@ def source() -> str:
 
 
 class Layout:
-    """How k16_fused splits one size over `blocks` multiprocessors with `warps` consumer warps a block (as its
-    comments say), and its instantiation.
+    """How k16_fused splits one size over `blocks` multiprocessors (as its comments say), and its instantiation.
 
     Raises SystemExit for a size it does not take: Nt odd, Nt/2 with a prime factor above 7, or more tiles a warp
     than a frequency has (a warp's tiles would span three frequencies).
     """
 
-    def __init__(self, Nt: int, Nd: int, Nm: int, blocks: int, warps: int, series: int, stages: int) -> None:
+    def __init__(self, Nt: int, Nd: int, Nm: int, blocks: int, threads: int, series: int, stages: int) -> None:
         from fftmatvec.backend.gpu import fft_radices
 
         self.radices = fft_radices(Nt // 2)
         if Nt % 2 or self.radices is None:
             raise SystemExit(f"Nt = {Nt}: needs Nt even and Nt/2 of factors 2, 3, 5, 7")
-        self.Nt, self.Nd, self.Nm, self.blocks, self.warps, self.series, self.stages = (
-            Nt, Nd, Nm, blocks, warps, series, stages)
-        self.threads = 32 * (warps + 1)  # and the copying warp
-        rt, W = math.ceil(Nd / 16), blocks * warps  # tiles of 16 rows a frequency; consumer warps in all
-        self.tiles_per_warp = math.ceil((Nt // 2 + 1) * rt / W)  # the even sweep has Nt/2 + 1 frequencies
+        self.Nt, self.Nd, self.Nm, self.blocks, self.threads, self.series, self.stages = (
+            Nt, Nd, Nm, blocks, threads, series, stages)
+        rt, warps = math.ceil(Nd / 16), blocks * threads // 32  # tiles of 16 rows a frequency; warps in all
+        self.tiles_per_warp = math.ceil((Nt // 2 + 1) * rt / warps)  # the even sweep has Nt/2 + 1 frequencies
         if rt < self.tiles_per_warp:
             raise SystemExit(f"Nd = {Nd}: a warp's {self.tiles_per_warp} tiles would span more than two frequencies")
-        self.block_tiles = self.block_frequencies = 0
+        self.block_frequencies = 0
         for Q in (Nt // 2 + 1, Nt // 2):
             T = Q * rt
             for b in range(blocks):
-                first, end = b * warps * T // W, (b + 1) * warps * T // W
-                self.block_tiles = max(self.block_tiles, end - first)
+                first, end = b * (threads // 32) * T // warps, (b + 1) * (threads // 32) * T // warps
                 self.block_frequencies = max(self.block_frequencies, (end - 1) // rt - first // rt + 1)
 
     @property
@@ -413,13 +368,13 @@ class Layout:
         from fftmatvec.backend.gpu import fused_row_stride
 
         transform = 2 * self.series * fused_row_stride(self.Nt // 2, self.series, 16)
-        ring = self.stages * 256 * ((self.block_tiles + 1) // 2 + self.block_frequencies)
-        return max(transform, ring) * 16 + 1024 + 16 * self.stages
+        ring = self.stages * (4 * self.tiles_per_warp * self.threads + 8 * self.block_frequencies * (K + 2))
+        return max(transform, ring) * 16
 
     @property
     def name(self) -> str:
-        return (f"k16::k16_fused<{self.Nt}, {self.Nd}, {self.Nm}, {self.warps}, {self.series}, {self.tiles_per_warp}, "
-                f"{self.block_tiles}, {self.block_frequencies}, {self.stages}, {', '.join(map(str, self.radices))}>")
+        return (f"k16::k16_fused<{self.Nt}, {self.Nd}, {self.Nm}, {self.threads}, {self.series}, "
+                f"{self.tiles_per_warp}, {self.block_frequencies}, {self.stages}, {', '.join(map(str, self.radices))}>")
 
     def kernels(self) -> tuple[str, ...]:
         """Every instantiation the script launches."""
@@ -427,31 +382,11 @@ class Layout:
         return (self.name, "dmma_rate<8>", "dmma_rate<4>", *reads)
 
 
-def tensor_map(address: int, rows: int, cols: int, box_rows: int, box_cols: int) -> np.ndarray:
-    """The 128-byte tensor map (``CUtensorMap``, through the driver's ``cuTensorMapEncodeTiled``) of a
-    row-major float64 array of ``rows x cols`` at device ``address``, in boxes of ``box_rows x box_cols``,
-    zeros outside it."""
-    import ctypes
-
-    encode = ctypes.CDLL("libcuda.so.1").cuTensorMapEncodeTiled
-    u32, u64 = ctypes.c_uint32, ctypes.c_uint64
-    encode.argtypes = [ctypes.c_void_p, ctypes.c_int, u32, ctypes.c_void_p, ctypes.POINTER(u64), ctypes.POINTER(u64),
-                       ctypes.POINTER(u32), ctypes.POINTER(u32), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
-    raw = np.zeros(128 + 64, np.uint8)  # the map must be 64-byte aligned
-    start = -raw.ctypes.data % 64
-    float64, none = 8, 0  # CU_TENSOR_MAP_DATA_TYPE_FLOAT64; no interleave, swizzle, L2 promotion; zero fill
-    rc = encode(raw.ctypes.data + start, float64, 2, address, (u64 * 2)(cols, rows), (u64 * 1)(cols * 8),
-                (u32 * 2)(box_cols, box_rows), (u32 * 2)(1, 1), none, none, none, none)
-    if rc != 0:
-        raise RuntimeError(f"cuTensorMapEncodeTiled failed (CUresult {rc})")
-    return raw[start:start + 128].copy()
-
-
 def main(argv=None) -> int:
     from gpu_probe import json_lines, size_parser
 
     ap = size_parser(__doc__)
-    ap.add_argument("--warps", type=int, default=7, help="warps a block that multiply (one more copies)")
+    ap.add_argument("--threads", type=int, default=256, help="threads a block")
     ap.add_argument("--series", type=int, default=8, choices=(2, 4, 8, 16), help="series a block transforms at once")
     ap.add_argument("--stages", type=int, default=2, help="k-steps in the ring in shared memory")
     ap.add_argument("--phases", default=",".join(PHASES), help="which kernels to time, of " + ",".join(PHASES))
@@ -471,7 +406,7 @@ def main(argv=None) -> int:
     M = Nt // 2
     device = cp.cuda.Device()
     blocks = device.attributes["MultiProcessorCount"]
-    lay = Layout(Nt, Nd, Nm, blocks, args.warps, args.series, args.stages)
+    lay = Layout(Nt, Nd, Nm, blocks, args.threads, args.series, args.stages)
     if lay.shared_bytes > device.attributes["MaxSharedMemoryPerBlockOptin"]:
         raise SystemExit(f"{lay.shared_bytes} bytes of shared memory a block, more than the device has: "
                          "fewer --stages or --series")
@@ -493,23 +428,19 @@ def main(argv=None) -> int:
     count = cp.zeros(1, np.uint32)
     Yhat = cp.zeros((Nt + 1, Nd, K), np.complex128)
     y = cp.empty((Nd, Nt, K), np.float64)
-    # Fhat's rows and the spectra buffers as 2-D float64 tensors: boxes of 16 rows x 8 complex columns, and of
-    # 8 columns x 16 right-hand sides
-    amap = cp.asarray(tensor_map(Fhat.data.ptr, (Nt + 1) * Nd, 2 * Nm, 16, 32))
-    xmap = cp.asarray(tensor_map(spec.data.ptr, 2 * (M + 1) * blocks, 2 * K, 16, 2 * K))
     sink = cp.empty(blocks * 16, np.float64)
     sync = device.synchronize
 
     def fused(phases: int = 3):
         count.fill(0)
-        fn((blocks,), (lay.threads,), (xK, Fhat, spec, Yhat, twp, twl, two, count, np.int32(phases), amap, xmap),
+        fn((blocks,), (args.threads,), (xK, Fhat, spec, Yhat, twp, twl, two, count, np.int32(phases)),
            shared_mem=lay.shared_bytes)
         be.irfft_unpad(Yhat, y, np.float64)
 
     fused()
     y_ref = op.matvec(xK)
     err = float(cp.abs(y - y_ref).max() / cp.abs(y_ref).max())
-    fields = dict(Nm=Nm, Nd=Nd, Nt=Nt, K=K, blocks=blocks, threads=lay.threads, tiles_per_warp=lay.tiles_per_warp,
+    fields = dict(Nm=Nm, Nd=Nd, Nt=Nt, K=K, blocks=blocks, threads=args.threads, tiles_per_warp=lay.tiles_per_warp,
                   stages=args.stages, series=args.series, device=be.device_name, kernel=lay.name)
     check = dict(rel_error=err, registers=fn.num_regs, local_bytes=fn.local_size_bytes)
     if not err < 1e-12:  # which frequencies are wrong: Yhat against cupy's transform and batched product

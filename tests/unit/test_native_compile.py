@@ -96,7 +96,7 @@ def test_k16_fused_kernels_compile(size, tmp_path):
     """benchmarks/k16_fused.py's kernels compile, each instantiation it launches at the big and middle sizes
     on an H200's 132 multiprocessors."""
     fused = benchmark_module("k16_fused")
-    layout = fused.Layout(*size, blocks=132, warps=7, series=8, stages=2)
+    layout = fused.Layout(*size, blocks=132, threads=256, series=8, stages=2)
     src = tmp_path / "k16_fused.cu"
     taken = ", ".join(f"(void*)&{name}" for name in layout.kernels())
     src.write_text(fused.source() + "\nvoid* const* instantiated() { static void* const k[] = {" + taken
