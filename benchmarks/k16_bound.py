@@ -35,7 +35,6 @@ target on this machine.
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 SRC = r"""
