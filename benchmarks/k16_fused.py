@@ -77,6 +77,37 @@ __device__ __forceinline__ void mma884(double (&d)[2], double a, double b) {
         : "d"(a), "d"(b));
 }
 
+// Shared-memory barriers (mbarrier) and 1-D bulk copies (cp.async.bulk: one contiguous run, global to shared,
+// at evict-first priority in the L2), whose bytes count down the barrier's transaction count as they land.
+__device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void mbar_init(unsigned long long* bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect(unsigned long long* bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
+    unsigned done = 0;
+    while (!done)
+        asm volatile(
+            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(smem_addr(bar)), "r"(parity)
+            : "memory");
+}
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, unsigned long long* bar,
+                                          bool evict_first) {
+    if (evict_first)
+        asm volatile("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_first.b64 pol, 1.0;\n\t"
+                     "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], "
+                     "%2, [%3], pol;\n\t}" ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar))
+                     : "memory");
+    else
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                         smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar))
+                     : "memory");
+}
+
 // The Stockham passes of radices Rs... from NS on, between two buffers; returns the one holding the result.
 template <int M, int NS, int S, int NT, int... Rs> struct Chain {
     static __device__ C* run(C* in, C*, const C*) { return in; }
@@ -104,15 +135,35 @@ __device__ void grid_barrier(unsigned* count, unsigned target) {
     __syncthreads();
 }
 
-// Spectra of parameter p's 16 series (x: (nm, N, 16)) at the sweep's frequencies into column b of sp (Q, G, 16):
+// The chunk's spectra sp (doubles): frequency q's P columns by 16 right-hand sides, k-step by k-step (columns
+// 8 jj .. 8 jj + 7), each k-step a plane of real parts then one of imaginary parts, each plane 4 x 16 pairs:
+// pair (t, (k + 2 t) % 16) holds columns 8 jj + t and 8 jj + t + 4 of right-hand side k.  A lane's operand b0, b1
+// of mma1688 is one pair (one 16-byte load), and the swizzle puts a quarter warp's pairs in distinct banks.
+__device__ __forceinline__ index_t spec_at(int q, int P, int p, int k, int plane) {
+    const int col = p % 8, t = col % 4;
+    return ((index_t)q * P + p / 8 * 8) * 32 + plane * 128 + (t * 16 + (k + 2 * t) % 16) * 2 + col / 4;
+}
+// v at p, at evict-last priority in the L2 (for what the grid reads back while Fhat's stream passes)
+__device__ __forceinline__ void st_evict_last(double* p, double v) {
+    asm volatile("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
+                 "st.global.L2::cache_hint.f64 [%0], %1, pol;\n\t}" ::"l"(p), "d"(v)
+                 : "memory");
+}
+
+// Spectra of parameter p's 16 series (x: (nm, N, 16)) at the sweep's frequencies into column b of sp (spec_at):
 // even sweep q <= M (f = 2q), odd sweep q < M (f = 2q + 1).  Zero for p >= nm.
 template <int N, int NT, int S, int... Rs>
-__device__ void transform(const double* __restrict__ x, C* sp, C* buf0, C* buf1, const C* __restrict__ twp,
-                          const C* __restrict__ twl, const C* __restrict__ two, bool odd, int p, int nm) {
+__device__ void transform(const double* __restrict__ x, double* sp, int P, C* buf0, C* buf1,
+                          const C* __restrict__ twp, const C* __restrict__ twl, const C* __restrict__ two, bool odd,
+                          int p, int nm) {
     constexpr int M = N / 2, K = 16, ld = fmv::Row<M, S, C>::ld;
-    const int G = gridDim.x, b = blockIdx.x;
+    const int b = blockIdx.x;
     const bool live = p < nm;
     const double* xp = x + (index_t)(live ? p : 0) * N * K;
+    auto store = [&](int q, int k, C v) {
+        st_evict_last(sp + spec_at(q, P, b, k, 0), v.x);
+        st_evict_last(sp + spec_at(q, P, b, k, 1), v.y);
+    };
     for (int k0 = 0; k0 < K; k0 += S) {
         for (int e = threadIdx.x; e < S * M; e += NT) {
             const int s = e % S, m = e / S;
@@ -134,127 +185,242 @@ __device__ void transform(const double* __restrict__ x, C* sp, C* buf0, C* buf1,
         if (odd) {
             for (int e = threadIdx.x; e < S * M; e += NT) {
                 const int s = e % S, q = e / S;
-                const C v = (q & 1) ? fmv::cconj(res[s * ld + (N - 1 - q) / 2]) : res[s * ld + q / 2];
-                sp[((index_t)q * G + b) * K + k0 + s] = v;
+                store(q, k0 + s, (q & 1) ? fmv::cconj(res[s * ld + (N - 1 - q) / 2]) : res[s * ld + q / 2]);
             }
         } else {
             for (int e = threadIdx.x; e < S * (M + 1); e += NT) {
                 const int s = e % S, q = e / S;
                 const C zf = res[s * ld + (q == M ? 0 : q)], zmf = res[s * ld + (q == 0 ? 0 : M - q)];
-                sp[((index_t)q * G + b) * K + k0 + s] = fmv::real_spectrum(zf, zmf, __ldg(twl + q));
+                store(q, k0 + s, fmv::real_spectrum(zf, zmf, __ldg(twl + q)));
             }
         }
         __syncthreads();
     }
 }
 
+// How one sweep's tiles fall to the grid's warps: its Q frequencies' rows in groups of 16 (rt a frequency, the
+// last one padded), warp gw taking tiles gw T / W .. (gw + 1) T / W - 1 (at most TPW, at most two frequencies:
+// rt >= TPW).  The warp's tiles u < us are rows ra + 16 u .. of frequency qa, the others rows 16 (u - us) .. of
+// qb; the lane's rows of tile u are rows(u) + g and rows(u) + g + 8 (g = lane / 4).
+//
+// Fhat packed for the products (k16_pack), in doubles: sweep by sweep (the even one first), block by block,
+// k-step by k-step (columns 8 J .. 8 J + 7, NJ = ceil(NM / 8) of them, columns past NM zero), the block's tiles in
+// order; a tile's fragment elements e = 0..3 (mma1688's a[e]) in turn, each the real parts of its valid lanes
+// then their imaginary parts.  The lanes whose row is valid are a prefix of the warp: n(e) of them.  A block's
+// k-step is one contiguous run of 2 `step` doubles, and its k-steps follow each other.
+template <int ND, int NM> struct Sweep {
+    static constexpr int rt = (ND + 15) / 16, NJ = (NM + 7) / 8;
+    int tile0, ntiles, qa, ra, us, qb, qlo, nq, lane;  // qlo .. qlo + nq - 1: the block's frequencies
+    long long r0, block_base, step;  // the block's rows before its tiles; its run of k-step J: block_base + J step
+    __device__ Sweep(int odd, int M, int G, int WPB, int b, int warp, int lane_) : lane(lane_) {
+        const long long T = (long long)(odd ? M : M + 1) * rt, W = (long long)G * WPB, gw = (long long)b * WPB + warp;
+        tile0 = (int)(gw * T / W);
+        ntiles = (int)((gw + 1) * T / W) - tile0;
+        qa = tile0 / rt;
+        ra = tile0 % rt * 16;
+        us = min(ntiles, rt - tile0 % rt);
+        qb = us < ntiles ? qa + 1 : qa;
+        const int tb0 = (int)((long long)b * WPB * T / W), tb1 = (int)((long long)(b + 1) * WPB * T / W);
+        qlo = tb0 / rt;
+        nq = (tb1 - 1) / rt - qlo + 1;
+        r0 = rows_before(tb0);
+        step = 16 * (rows_before(tb1) - r0);
+        block_base = (odd ? 16LL * NJ * (M + 1) * ND : 0) + 16 * NJ * r0;
+    }
+    // the sweep's rows in the tiles before tile tau
+    __device__ static long long rows_before(int tau) { return (long long)(tau / rt) * ND + min(ND, 16 * (tau % rt)); }
+    __device__ int rows(int u) const { return u < us ? ra + 16 * u : 16 * (u - us); }
+    __device__ int freq(int u) const { return u < us ? qa : qb; }
+    // this lane's element e of tile u within its block's k-step: the offset of its real part, and the count n(e)
+    // that separates it from its imaginary part (valid when its row is)
+    __device__ int local(int u, int e, int& n) const {
+        const int tau = tile0 + u, v = min(16, ND - 16 * (tau % rt)), lo = 4 * min(v, 8), hi = 4 * max(0, v - 8);
+        n = e & 1 ? hi : lo;
+        return (int)(16 * (rows_before(tau) - r0)) + (e >> 1) * 2 * (lo + hi) + (e & 1) * 2 * lo + lane;
+    }
+};
+
+// P = Fhat (N + 1, ND, NM) packed (Sweep), 16 NJ (N + 1) ND doubles.  The same launch as k16_fused's.
+template <int N, int ND, int NM, int NT>
+__global__ void __launch_bounds__(NT) k16_pack(const C* __restrict__ A, double* __restrict__ P) {
+    constexpr int WPB = NT / 32;
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    for (int odd = 0; odd < 2; ++odd) {
+        const Sweep<ND, NM> sw(odd, N / 2, gridDim.x, WPB, blockIdx.x, threadIdx.x >> 5, lane);
+        for (int J = 0; J < Sweep<ND, NM>::NJ; ++J)
+            for (int u = 0; u < sw.ntiles; ++u)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int i = sw.rows(u) + g + 8 * (e & 1), j = 8 * J + t + 4 * (e >> 1);
+                    int n;
+                    double* dst = P + sw.block_base + J * sw.step + sw.local(u, e, n);
+                    if (i < ND) {
+                        const C a = j < NM ? A[((index_t)(2 * sw.freq(u) + odd) * ND + i) * NM + j] : fmv::czero<C>();
+                        dst[0] = a.x;
+                        dst[n] = a.y;
+                    }
+                }
+    }
+}
+
 // Y[f, i, k] = sum_j A[f, i, j] X[f, j, k] with X the spectra of x (nm, N, 16), for all N + 1 frequencies
-// (A: Fhat (N + 1, ND, NM), Y: (N + 1, ND, 16), complex128).  phases: 1 transforms, 2 products, 3 both;
-// 4 with 2: the products' copies without their arithmetic.
-// A sweep's tiles are its Q frequencies' rows in groups of 16 (rt a frequency, the last one padded); warp gw
-// of the grid takes tiles gw T / W .. (gw + 1) T / W - 1 (at most TPW, at most two frequencies: rt >= TPW),
-// so block b's tiles span at most XQ frequencies.
+// (A: Fhat (N + 1, ND, NM), or packed by k16_pack when BULK; Y: (N + 1, ND, 16), complex128).  phases:
+// 1 transforms, 2 products, 3 both; 4 with 2: the products' copies without their arithmetic, 8 with 2: their
+// arithmetic without the copies.
+// Sweep by sweep, chunk by chunk of P = 8 (G / 8) parameters: block b < P transforms parameter c P + b into
+// the chunk's spectra (spec_at).  Block b's tiles (Sweep) span at most XQ frequencies.
+// The products' ring in shared memory: NS stages of k-steps, each A's values then X's (the spectra of XQ
+// frequencies at the k-step, 256 doubles each, as spec_at).  Without BULK, every thread copies its own entries
+// of A into 4 TPW NT slots (slot 4 u + e, thread), and all threads X, by cp.async; with BULK, one thread copies
+// the block's k-step of packed A (AST complex values at most) and X in one bulk copy a frequency, counted by the
+// stage's mbarrier: thread 0 the first NS k-steps of a chunk, then the last warp done with a stage the k-step NS
+// on.
 // Launch: gridDim.x = G <= the multiprocessors (one block each: they must all run at once), blockDim.x = NT,
-// dynamic shared memory max(2 S Row<M, S>::ld, NS (4 TPW NT + 8 XQ XS)) * 16 bytes; spec 2 (M + 1) G 16
-// complex; *count zero.
-template <int N, int ND, int NM, int NT, int S, int TPW, int XQ, int NS, int... Rs>
+// dynamic shared memory (max(2 S Row<M, S>::ld, NS STAGE) + 32) * 16 + 12 NS bytes; spec 2 (M + 1) P 32 doubles;
+// *count zero.
+template <int N, int ND, int NM, int NT, int S, int TPW, int XQ, int NS, bool BULK, int AST, int... Rs>
 __global__ void __launch_bounds__(NT, 1)
-k16_fused(const double* __restrict__ x, const C* __restrict__ A, C* spec, C* __restrict__ Y,
+k16_fused(const double* __restrict__ x, const void* __restrict__ Fhat, double* spec, C* __restrict__ Y,
           const C* __restrict__ twp, const C* __restrict__ twl, const C* __restrict__ two, unsigned* count,
           int phases) {
-    constexpr int nd = ND, nm = NM, rt = (ND + 15) / 16, M = N / 2, K = 16, WPB = NT / 32;
-    // X's rows in shared memory [frequency][column][right-hand side]: XS = 18 puts a fragment's lanes in
-    // distinct banks
-    constexpr int ld = fmv::Row<M, S, C>::ld, XS = K + 2, STAGE = 4 * TPW * NT + 8 * XQ * XS;
+    constexpr int nd = ND, nm = NM, M = N / 2, K = 16, WPB = NT / 32, ld = fmv::Row<M, S, C>::ld;
+    // in complex values; the 32 after the ring: where the lanes of invalid rows read (values they never use)
+    constexpr int XST = 8 * XQ * K, AS = BULK ? AST : 4 * TPW * NT, STAGE = AS + XST;
+    constexpr int SMEM = (2 * S * ld > NS * STAGE ? 2 * S * ld : NS * STAGE) + 32;
     static_assert(N % 2 == 0 && K % S == 0 && NT % 32 == 0 && NS >= 2, "sizes");
     extern __shared__ double2 fmv_smem[];
     C* buf0 = fmv_smem;  // the transform's two buffers, or the product's ring of NS stages
     C* buf1 = buf0 + S * ld;
-    const int G = gridDim.x, b = blockIdx.x, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int nchunks = (nm + G - 1) / G;
-    const index_t bufsize = (index_t)(M + 1) * G * K;
+    // BULK: a stage's copies landed, and the warps done with it (counting up, WPB a k-step)
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(fmv_smem + SMEM);
+    unsigned* done = reinterpret_cast<unsigned*>(full + NS);
+    const C* A = static_cast<const C*>(Fhat);
+    const double* Apk = static_cast<const double*>(Fhat);
+    const int G = gridDim.x, P = G / 8 * 8, b = blockIdx.x, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int nchunks = (nm + P - 1) / P;
+    const index_t bufsize = (index_t)(M + 1) * P * 2 * K;
+    if (BULK && threadIdx.x == 0) {
+        for (int s = 0; s < NS; ++s) {
+            mbar_init(full + s);
+            done[s] = 0;
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
     unsigned target = 0;
-    int step = 0;
+    int step = 0, kbase = 0;  // chunks and k-steps done
     for (int odd = 0; odd < 2; ++odd) {
-        const int Q = odd ? M : M + 1;
-        const long long T = (long long)Q * rt, W = (long long)G * WPB, gw = (long long)b * WPB + (threadIdx.x >> 5);
-        const int tile0 = (int)(gw * T / W), ntiles = (int)((gw + 1) * T / W) - tile0;
-        // tiles u < us are rows ra + 16 u .. of frequency qa, the others rows 16 (u - us) .. of qb; the lane's
-        // rows of tile u are rows(u) + g (+ 8), A's at pa or pb + 16 u NM (+ 8 NM)
-        const int qa = tile0 / rt, ra = tile0 % rt * 16, us = min(ntiles, rt - tile0 % rt);
-        const int qb = us < ntiles ? qa + 1 : qa;
-        auto rows = [&](int u) { return u < us ? ra + 16 * u : 16 * (u - us); };
-        const C* pa = A + ((index_t)(2 * qa + odd) * nd + ra + g) * NM;
-        const C* pb = A + ((index_t)(2 * qb + odd) * nd + g - 16 * us) * NM;
-        // the block's frequencies qlo .. qlo + nq - 1
-        const int qlo = (int)((long long)b * WPB * T / W) / rt;
-        const int nq = (int)(((long long)(b + 1) * WPB * T / W - 1) / rt) - qlo + 1;
+        const Sweep<ND, NM> sw(odd, M, G, WPB, b, threadIdx.x >> 5, lane);
+        const int ntiles = sw.ntiles, qlo = sw.qlo, nq = sw.nq;
+        // A's rows of tile u, for the lane (rows(u) + g, + 8 NM for the other 8): pa or pb + 16 u NM
+        const C* pa = A + ((index_t)(2 * sw.qa + odd) * nd + sw.ra + g) * NM;
+        const C* pb = A + ((index_t)(2 * sw.qb + odd) * nd + g - 16 * sw.us) * NM;
         double acc[TPW][2][2][4];  // [tile][right-hand sides 8h ..][Re, Im][fragment element], over all chunks
 #pragma unroll
         for (int u = 0; u < TPW; ++u)
 #pragma unroll
             for (int e = 0; e < 16; ++e) acc[u][e / 8][e / 4 % 2][e % 4] = 0;
         for (int c = 0; c < nchunks; ++c, ++step) {
-            C* sp = spec + (step & 1) * bufsize;
-            if (phases & 1) transform<N, NT, S, Rs...>(x, sp, buf0, buf1, twp, twl, two, odd, c * G + b, nm);
+            double* sp = spec + (step & 1) * bufsize;
+            if ((phases & 1) && b < P) transform<N, NT, S, Rs...>(x, sp, P, buf0, buf1, twp, twl, two, odd, c * P + b, nm);
             target += G;
             grid_barrier(count, target);
             if (!(phases & 2)) continue;
-            const int j0 = c * G, jn = min(G, nm - j0);
-            // k-step j (columns 8 j .. 8 j + 7 of the chunk) goes to stage j % NS by cp.async, NS - 1 k-steps
-            // ahead: A's fragments into the lane's own slots (4 u + e: row rows(u) + g + 8 (e & 1), column 8 j +
-            // t + 4 (e >> 1)), which only it reads back; the spectra of the block's frequencies for all its warps.
+            const int j0 = c * P, jn = min(P, nm - j0), nsteps = (jn + 7) / 8;
+            // k-step j (columns 8 j .. 8 j + 7 of the chunk) goes to stage (kbase + j) % NS: by cp.async NS - 1
+            // k-steps ahead, all threads; with BULK, by the calling thread NS k-steps ahead
             auto issue = [&](int j) {
-                C* slot = buf0 + (j % NS) * STAGE + threadIdx.x;
+                C* const stage = buf0 + (kbase + j) % NS * STAGE;
+                if constexpr (BULK) {
+                    if (j >= nsteps) return;
+                    unsigned long long* bar = full + (kbase + j) % NS;
+                    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // after the ring's last reads
+                    mbar_arrive_expect(bar, (unsigned)(8 * sw.step + nq * 8 * K * 16));
+                    bulk_copy(stage, Apk + sw.block_base + (c * P / 8 + j) * sw.step, (unsigned)(8 * sw.step), bar,
+                              true);
+                    for (int qq = 0; qq < nq; ++qq)
+                        bulk_copy(stage + AS + qq * 8 * K, sp + spec_at(qlo + qq, P, 8 * j, 0, 0), 8 * K * 16, bar,
+                                  false);
+                } else {
+                    // A's fragments into the lane's own slots (4 u + e: row rows(u) + g + 8 (e & 1), column 8 j + t +
+                    // 4 (e >> 1)), which only it reads back
 #pragma unroll
-                for (int u = 0; u < TPW; ++u)
+                    for (int u = 0; u < TPW; ++u)
 #pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                        const int jl = 8 * j + t + 4 * (e >> 1), r = 8 * (e & 1);
-                        const bool valid = u < ntiles && jl < jn && rows(u) + g + r < nd;
-                        const C* src = (u < us ? pa : pb) + (index_t)(16 * u + r) * NM + j0 + jl;
-                        fmv::cp_async<16>(slot + (4 * u + e) * NT, valid ? src : A, valid);
+                        for (int e = 0; e < 4; ++e) {
+                            const int jl = 8 * j + t + 4 * (e >> 1), r = 8 * (e & 1);
+                            const bool valid = u < ntiles && jl < jn && sw.rows(u) + g + r < nd;
+                            const C* src = (u < sw.us ? pa : pb) + (index_t)(16 * u + r) * NM + j0 + jl;
+                            fmv::cp_async<16>(stage + (4 * u + e) * NT + threadIdx.x, valid ? src : A, valid);
+                        }
+                    for (int p = threadIdx.x; p < nq * 8 * K; p += NT) {
+                        const int qq = p / (8 * K), jc = min(8 * j, P - 8);
+                        fmv::cp_async<16>(stage + AS + p, sp + spec_at(qlo + qq, P, jc, 0, 0) + 2 * (p % (8 * K)),
+                                          true);
                     }
-                C* xs = buf0 + (j % NS) * STAGE + 4 * TPW * NT;
-                for (int p = threadIdx.x; p < nq * 8 * K; p += NT) {
-                    const int qq = p / (8 * K), col = p / K % 8, k = p % K;
-                    fmv::cp_async<16>(xs + (qq * 8 + col) * XS + k,
-                                      sp + ((index_t)(qlo + qq) * G + min(8 * j + col, G - 1)) * K + k, true);
+                    fmv::cp_async_commit();
                 }
-                fmv::cp_async_commit();
             };
-            const int nsteps = (jn + 7) / 8;
-            for (int j = 0; j < NS - 1; ++j) issue(j);
+            const bool copies = !(phases & 8);  // (without: the arithmetic alone, on what the ring holds)
+            if (copies && (!BULK || threadIdx.x == 0))
+                for (int j = 0; j < (BULK ? NS : NS - 1); ++j) issue(j);
             for (int j = 0; j < nsteps; ++j) {
-                fmv::cp_async_wait<NS - 2>();
-                __syncthreads();  // every thread's copies of step j are in, and every thread is done with j - 1
-                issue(j + NS - 1);  // (into the stage of step j - 1)
-                if (phases & 4) continue;  // the copies alone
-                const C* slot = buf0 + (j % NS) * STAGE + threadIdx.x;
-                const C* xs = buf0 + (j % NS) * STAGE + 4 * TPW * NT + t * XS + g;
+                const int s = (kbase + j) % NS;
+                if constexpr (BULK) {
+                    if (copies) mbar_wait(full + s, (kbase + j) / NS & 1);
+                } else {
+                    if (copies) fmv::cp_async_wait<NS - 2>();
+                    __syncthreads();  // every copy of step j is in, and every thread is done with j - 1
+                    if (copies) issue(j + NS - 1);  // (into the stage of step j - 1)
+                }
+                const C* stage = buf0 + s * STAGE;
+                const double* stage_d = reinterpret_cast<const double*>(stage);
 #pragma unroll
                 for (int u = 0; u < TPW; ++u) {
-                    if (u >= ntiles) continue;  // (the same for the whole warp)
+                    if (u >= ntiles || (phases & 4)) continue;  // (the same for the whole warp; 4: the copies alone)
                     double ar[4], ai[4];
 #pragma unroll
                     for (int e = 0; e < 4; ++e) {
-                        const C a = slot[(4 * u + e) * NT];
-                        ar[e] = a.x;
-                        ai[e] = a.y;
+                        if constexpr (BULK) {  // an invalid row's lanes read what the sums of that row only get
+                            int n;
+                            const int at = sw.local(u, e, n);
+                            ar[e] = stage_d[at];
+                            ai[e] = stage_d[at + n];
+                        } else {
+                            const C a = stage[(4 * u + e) * NT + threadIdx.x];
+                            ar[e] = a.x;
+                            ai[e] = a.y;
+                        }
                     }
-                    // X's values of right-hand side g + 8 h, columns t and t + 4
-                    const C* xq = xs + ((u < us ? qa : qb) - qlo) * 8 * XS;
+                    // X's pairs of right-hand side g + 8 h, columns t and t + 4 (spec_at): real, imaginary
+                    const double* xq = stage_d + 2 * AS + (sw.freq(u) - qlo) * 16 * K;
+                    double2 xr[2], xi[2];
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
-                        const C v0 = xq[8 * h], v1 = xq[4 * XS + 8 * h];
-                        mma1688(acc[u][h][0], ar, v0.x, v1.x);  // Re += Ar Xr - Ai Xi
-                        mma1688(acc[u][h][0], ai, -v0.y, -v1.y);
-                        mma1688(acc[u][h][1], ar, v0.y, v1.y);  // Im += Ar Xi + Ai Xr
-                        mma1688(acc[u][h][1], ai, v0.x, v1.x);
+                        const int at = (t * 16 + (g + 8 * h + 2 * t) % 16) * 2;
+                        xr[h] = *reinterpret_cast<const double2*>(xq + at);
+                        xi[h] = *reinterpret_cast<const double2*>(xq + 128 + at);
+                    }
+                    // Re += Ar Xr - Ai Xi, Im += Ar Xi + Ai Xr: the four products with Ar, then those with Ai (a
+                    // product waits for the one before it on the same sums)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        mma1688(acc[u][h][0], ar, xr[h].x, xr[h].y);
+                        mma1688(acc[u][h][1], ar, xi[h].x, xi[h].y);
+                    }
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        mma1688(acc[u][h][0], ai, -xi[h].x, -xi[h].y);
+                        mma1688(acc[u][h][1], ai, xr[h].x, xr[h].y);
                     }
                 }
+                if constexpr (BULK) {  // the last warp done with step j refills its stage with step j + NS
+                    __syncwarp();
+                    if (lane == 0 && atomicAdd(done + s, 1u) % WPB == WPB - 1 && copies) issue(j + NS);
+                }
             }
-            fmv::cp_async_wait<0>();
+            if (!BULK) fmv::cp_async_wait<0>();
+            kbase += nsteps;
             __syncthreads();  // the next transform writes over the ring
         }
 #pragma unroll
@@ -264,9 +430,9 @@ k16_fused(const double* __restrict__ x, const C* __restrict__ A, C* spec, C* __r
             for (int h = 0; h < 2; ++h)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {  // row rows(u) + g + 8 (e >> 1), right-hand side 8 h + 2 t + (e & 1)
-                    const int i = rows(u) + g + 8 * (e >> 1);
+                    const int i = sw.rows(u) + g + 8 * (e >> 1);
                     if (i < nd)
-                        Y[((index_t)(2 * (u < us ? qa : qb) + odd) * nd + i) * K + 8 * h + 2 * t + (e & 1)] =
+                        Y[((index_t)(2 * sw.freq(u) + odd) * nd + i) * K + 8 * h + 2 * t + (e & 1)] =
                             make_double2(acc[u][h][0][e], acc[u][h][1][e]);
                 }
         }
@@ -323,7 +489,10 @@ template <int KD> __global__ void dmma_rate(double* out, int reps) {
 
 K = 16
 TARGET = 12
-PHASES = {"both": 3, "product": 2, "transform": 1, "barriers": 0, "copies": 6}
+PHASES = {"both": 3, "product": 2, "transform": 1, "barriers": 0, "copies": 6, "math": 10}
+# how the kernel reads Fhat: its rows as the engine holds them, by cp.async (False), or packed by k16_pack, a
+# bulk copy a k-step (True)
+FHATS = {"rows": False, "bulk": True}
 # rows_read's orders: (columns a row visit, loads in flight a thread, threads a block)
 READ_ORDERS = ((8, 8, 256), (32, 8, 256), (128, 8, 256), (32, 16, 256), (32, 8, 512), (32, 16, 512), (8, 16, 512),
                (16, 16, 512))
@@ -355,31 +524,46 @@ class Layout:
         self.tiles_per_warp = math.ceil((Nt // 2 + 1) * rt / warps)  # the even sweep has Nt/2 + 1 frequencies
         if rt < self.tiles_per_warp:
             raise SystemExit(f"Nd = {Nd}: a warp's {self.tiles_per_warp} tiles would span more than two frequencies")
-        self.block_frequencies = 0
+        self.block_frequencies = self.block_step = 0  # the most frequencies, and packed entries a k-step, a block
+
+        def rows_before(tile: int) -> int:
+            return tile // rt * Nd + min(Nd, 16 * (tile % rt))
+
         for Q in (Nt // 2 + 1, Nt // 2):
             T = Q * rt
             for b in range(blocks):
                 first, end = b * (threads // 32) * T // warps, (b + 1) * (threads // 32) * T // warps
                 self.block_frequencies = max(self.block_frequencies, (end - 1) // rt - first // rt + 1)
+                self.block_step = max(self.block_step, 8 * (rows_before(end) - rows_before(first)))
 
-    @property
-    def shared_bytes(self) -> int:
-        """The kernel's dynamic shared memory (its launch comment)."""
+    def shared_bytes(self, fhat: str) -> int:
+        """The kernel's dynamic shared memory reading `Fhat` as FHATS[fhat] says (its launch comment)."""
         from fftmatvec.backend.gpu import fused_row_stride
 
         transform = 2 * self.series * fused_row_stride(self.Nt // 2, self.series, 16)
-        ring = self.stages * (4 * self.tiles_per_warp * self.threads + 8 * self.block_frequencies * (K + 2))
-        return max(transform, ring) * 16
+        a = self.block_step if FHATS[fhat] else 4 * self.tiles_per_warp * self.threads
+        return (max(transform, self.stages * (a + 8 * self.block_frequencies * K)) + 32) * 16 + 12 * self.stages
 
     @property
-    def name(self) -> str:
+    def packed_size(self) -> int:
+        """Complex entries of `Fhat` packed (k16_pack): its columns in k-steps of 8, the last one padded."""
+        return 8 * math.ceil(self.Nm / 8) * (self.Nt + 1) * self.Nd
+
+    def name(self, fhat: str) -> str:
+        """The fused kernel reading `Fhat` as FHATS[fhat] says."""
+        bulk = FHATS[fhat]
         return (f"k16::k16_fused<{self.Nt}, {self.Nd}, {self.Nm}, {self.threads}, {self.series}, "
-                f"{self.tiles_per_warp}, {self.block_frequencies}, {self.stages}, {', '.join(map(str, self.radices))}>")
+                f"{self.tiles_per_warp}, {self.block_frequencies}, {self.stages}, {str(bulk).lower()}, "
+                f"{self.block_step if bulk else 0}, {', '.join(map(str, self.radices))}>")
+
+    @property
+    def pack_name(self) -> str:
+        return f"k16::k16_pack<{self.Nt}, {self.Nd}, {self.Nm}, {self.threads}>"
 
     def kernels(self) -> tuple[str, ...]:
         """Every instantiation the script launches."""
         reads = sorted({f"rows_read<{w}, {u}>" for w, u, _ in READ_ORDERS})
-        return (self.name, "dmma_rate<8>", "dmma_rate<4>", *reads)
+        return (*map(self.name, FHATS), self.pack_name, "dmma_rate<8>", "dmma_rate<4>", *reads)
 
 
 def main(argv=None) -> int:
@@ -388,8 +572,9 @@ def main(argv=None) -> int:
     ap = size_parser(__doc__)
     ap.add_argument("--threads", type=int, default=256, help="threads a block")
     ap.add_argument("--series", type=int, default=8, choices=(2, 4, 8, 16), help="series a block transforms at once")
-    ap.add_argument("--stages", type=int, default=2, help="k-steps in the ring in shared memory")
+    ap.add_argument("--stages", type=int, default=3, help="k-steps in the ring in shared memory")
     ap.add_argument("--phases", default=",".join(PHASES), help="which kernels to time, of " + ",".join(PHASES))
+    ap.add_argument("--fhat", default=",".join(FHATS), help="how the kernel reads Fhat, of " + ",".join(FHATS))
     ap.add_argument("-N", "--reps", type=int, default=10, help="waited-for calls per median")
     ap.add_argument("--rounds", type=int, default=3, help="alternated rounds")
     args = ap.parse_args(argv)
@@ -407,12 +592,15 @@ def main(argv=None) -> int:
     device = cp.cuda.Device()
     blocks = device.attributes["MultiProcessorCount"]
     lay = Layout(Nt, Nd, Nm, blocks, args.threads, args.series, args.stages)
-    if lay.shared_bytes > device.attributes["MaxSharedMemoryPerBlockOptin"]:
-        raise SystemExit(f"{lay.shared_bytes} bytes of shared memory a block, more than the device has: "
-                         "fewer --stages or --series")
+    fhats = args.fhat.split(",")
+    for fhat in fhats:
+        if lay.shared_bytes(fhat) > device.attributes["MaxSharedMemoryPerBlockOptin"]:
+            raise SystemExit(f"{fhat}: {lay.shared_bytes(fhat)} bytes of shared memory a block, more than the device "
+                             "has: fewer --stages or --series")
     mod = cp.RawModule(code=source(), options=kernels.options(), name_expressions=lay.kernels())
-    fn = mod.get_function(lay.name)
-    fn.max_dynamic_shared_size_bytes = lay.shared_bytes
+    fns = {fhat: mod.get_function(lay.name(fhat)) for fhat in fhats}
+    for fhat, fn in fns.items():
+        fn.max_dynamic_shared_size_bytes = lay.shared_bytes(fhat)
 
     f = random_slab(0, Nd, Nm, Nt, (0, Nd), (0, Nm))
     op = BTTOperator(f, device="gpu", precision="ddddd")
@@ -430,27 +618,36 @@ def main(argv=None) -> int:
     y = cp.empty((Nd, Nt, K), np.float64)
     sink = cp.empty(blocks * 16, np.float64)
     sync = device.synchronize
+    packed = None
+    if any(FHATS[fhat] for fhat in fhats):  # every entry written once: none left NaN
+        packed = cp.full(lay.packed_size, np.nan, np.complex128)
+        mod.get_function(lay.pack_name)((blocks,), (args.threads,), (Fhat, packed))
+        if cp.isnan(packed).any():
+            raise SystemExit("k16_pack left entries unwritten")
+    sources = {fhat: packed if FHATS[fhat] else Fhat for fhat in fhats}
 
-    def fused(phases: int = 3):
+    def fused(fhat: str, phases: int = 3):
         count.fill(0)
-        fn((blocks,), (args.threads,), (xK, Fhat, spec, Yhat, twp, twl, two, count, np.int32(phases)),
-           shared_mem=lay.shared_bytes)
+        fns[fhat]((blocks,), (args.threads,), (xK, sources[fhat], spec, Yhat, twp, twl, two, count,
+                                                np.int32(phases)), shared_mem=lay.shared_bytes(fhat))
         be.irfft_unpad(Yhat, y, np.float64)
 
-    fused()
     y_ref = op.matvec(xK)
-    err = float(cp.abs(y - y_ref).max() / cp.abs(y_ref).max())
     fields = dict(Nm=Nm, Nd=Nd, Nt=Nt, K=K, blocks=blocks, threads=args.threads, tiles_per_warp=lay.tiles_per_warp,
-                  stages=args.stages, series=args.series, device=be.device_name, kernel=lay.name)
-    check = dict(rel_error=err, registers=fn.num_regs, local_bytes=fn.local_size_bytes)
-    if not err < 1e-12:  # which frequencies are wrong: Yhat against cupy's transform and batched product
-        pad = cp.concatenate([xK, cp.zeros_like(xK)], axis=1)
-        ref = cp.matmul(Fhat, cp.fft.rfft(pad, axis=1).transpose(1, 0, 2))
-        scale = float(cp.abs(ref).max())
-        check.update(yhat_error_even=float(cp.abs(Yhat[0::2] - ref[0::2]).max()) / scale,
-                     yhat_error_odd=float(cp.abs(Yhat[1::2] - ref[1::2]).max()) / scale)
-        ref = pad = None
-    emit(what="check", **fields, **check)
+                  stages=args.stages, series=args.series, device=be.device_name)
+    for fhat, fn in fns.items():
+        fused(fhat)
+        err = float(cp.abs(y - y_ref).max() / cp.abs(y_ref).max())
+        check = dict(fhat=fhat, kernel=lay.name(fhat), rel_error=err, registers=fn.num_regs,
+                     local_bytes=fn.local_size_bytes)
+        if not err < 1e-12:  # which frequencies are wrong: Yhat against cupy's transform and batched product
+            pad = cp.concatenate([xK, cp.zeros_like(xK)], axis=1)
+            ref = cp.matmul(Fhat, cp.fft.rfft(pad, axis=1).transpose(1, 0, 2))
+            scale = float(cp.abs(ref).max())
+            check.update(yhat_error_even=float(cp.abs(Yhat[0::2] - ref[0::2]).max()) / scale,
+                         yhat_error_odd=float(cp.abs(Yhat[1::2] - ref[1::2]).max()) / scale)
+            ref = pad = None
+        emit(what="check", **fields, **check)
 
     for kd, shape, fma in ((8, "m16n8k8", 16 * 8 * 8), (4, "m8n8k4", 8 * 8 * 4)):  # 8 warps a multiprocessor
         rate, reps = mod.get_function(f"dmma_rate<{kd}>"), 20000
@@ -465,8 +662,10 @@ def main(argv=None) -> int:
              us=round(t * 1e6, 1), TBps=round(Fhat.nbytes / t / 1e12, 3))
 
     variants = {"single": lambda: op.matvec(x1), "matvec": lambda: op.matvec(xK)}
-    for name in args.phases.split(","):
-        variants[f"fused_{name}"] = (lambda p: lambda: fused(p))(PHASES[name])
+    for fhat in fhats:
+        for name in args.phases.split(","):
+            variants[f"{'fused' if fhat == 'rows' else fhat}_{name}"] = (lambda f, p: lambda: fused(f, p))(
+                fhat, PHASES[name])
     rounds = {label: [] for label in variants}
     for _ in range(args.rounds):  # alternated, as the bench's columns
         for label, call in variants.items():

@@ -96,7 +96,7 @@ def test_k16_fused_kernels_compile(size, tmp_path):
     """benchmarks/k16_fused.py's kernels compile, each instantiation it launches at the big and middle sizes
     on an H200's 132 multiprocessors."""
     fused = benchmark_module("k16_fused")
-    layout = fused.Layout(*size, blocks=132, threads=256, series=8, stages=2)
+    layout = fused.Layout(*size, blocks=132, threads=256, series=8, stages=3)
     src = tmp_path / "k16_fused.cu"
     taken = ", ".join(f"(void*)&{name}" for name in layout.kernels())
     src.write_text(fused.source() + "\nvoid* const* instantiated() { static void* const k[] = {" + taken
@@ -105,5 +105,7 @@ def test_k16_fused_kernels_compile(size, tmp_path):
     assert res.returncode == 0, res.stderr
     ptx = (tmp_path / "k16_fused.ptx").read_text()
     entries = [line for line in ptx.splitlines() if ".entry" in line]  # (fft.cu's own instantiations too)
-    assert sum(any(k in e for k in ("k16_fused", "dmma_rate", "rows_read")) for e in entries) == len(layout.kernels())
+    assert sum(any(k in e for k in ("k16_fused", "k16_pack", "dmma_rate", "rows_read")) for e in entries) == len(
+        layout.kernels())
     assert "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64" in ptx
+    assert "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
