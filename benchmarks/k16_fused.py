@@ -113,31 +113,15 @@ __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned b
                      : "memory");
 }
 
-// Threads 0 .. NT - 1 wait for each other at named barrier ID (bar.sync wants each warp converged).
-template <int ID, int NT> __device__ __forceinline__ void named_barrier() {
-    __syncwarp();
-    asm volatile("bar.sync %0, %1;" ::"n"(ID), "n"(NT) : "memory");
-}
-
-// The threads that transform wait for each other: the whole block, or (k16_overlap) the first NT threads at
-// named barrier 1.
-template <int NT, bool BLOCK> __device__ __forceinline__ void sync_transform() {
-    if (BLOCK)
-        __syncthreads();
-    else
-        named_barrier<1, NT>();
-}
-
-// The Stockham passes of radices Rs... from NS on, between two buffers, by threads 0 .. NT - 1; returns the one
-// holding the result.
-template <int M, int NS, int S, int NT, bool BLOCK, int... Rs> struct Chain {
+// The Stockham passes of radices Rs... from NS on, between two buffers; returns the one holding the result.
+template <int M, int NS, int S, int NT, int... Rs> struct Chain {
     static __device__ C* run(C* in, C*, const C*) { return in; }
 };
-template <int M, int NS, int S, int NT, bool BLOCK, int R, int... Rest> struct Chain<M, NS, S, NT, BLOCK, R, Rest...> {
+template <int M, int NS, int S, int NT, int R, int... Rest> struct Chain<M, NS, S, NT, R, Rest...> {
     static __device__ C* run(C* in, C* out, const C* twp) {
-        sync_transform<NT, BLOCK>();
+        __syncthreads();
         fmv::stockham_pass<R, -1, M, NS, S, NT, 0>(in, out, twp);
-        return Chain<M, NS * R, S, NT, BLOCK, Rest...>::run(out, in, twp);
+        return Chain<M, NS * R, S, NT, Rest...>::run(out, in, twp);
     }
 };
 
@@ -172,11 +156,8 @@ __device__ __forceinline__ void st_evict_last(double* p, double v) {
 }
 
 // Spectra of parameter p's 16 series (x: (nm, N, 16)) at the sweep's frequencies into column b of sp (spec_at):
-// even sweep q <= M (f = 2q), odd sweep q < M (f = 2q + 1), by threads 0 .. NT - 1 (sync_transform), S series at
-// a time.  Zero for p >= nm.  (The loads of x go through the L2: the next S series share their sectors.)  Without
-// BLOCK (k16_overlap: few threads, registers to spare), the next S series are loaded into registers during this
-// round's passes.
-template <int N, int NT, int S, bool BLOCK, int... Rs>
+// even sweep q <= M (f = 2q), odd sweep q < M (f = 2q + 1).  Zero for p >= nm.
+template <int N, int NT, int S, int... Rs>
 __device__ void transform(const double* __restrict__ x, double* sp, int P, C* buf0, C* buf1,
                           const C* __restrict__ twp, const C* __restrict__ twl, const C* __restrict__ two, bool odd,
                           int p, int nm) {
@@ -188,38 +169,24 @@ __device__ void transform(const double* __restrict__ x, double* sp, int P, C* bu
         st_evict_last(sp + spec_at(q, P, b, k, 0), v.x);
         st_evict_last(sp + spec_at(q, P, b, k, 1), v.y);
     };
-    // sample pair e of the round at k0 (series k0 + e % S, position e / S): x[2m], x[2m + 1] (even sweep) or
-    // x[m], x[m + M] (odd), and what the transform takes of it
-    auto sample = [&](int e, int k0) {
-        const int s = e % S, m = e / S;
-        const index_t i0 = (index_t)(odd ? m : 2 * m) * K + k0 + s, i1 = (index_t)(odd ? m + M : 2 * m + 1) * K + k0 + s;
-        return live ? make_double2(__ldg(xp + i0), __ldg(xp + i1)) : fmv::czero<C>();
-    };
-    auto input = [&](int e, C v) {
-        buf0[e % S * ld + e / S] = odd ? fmv::cmul(make_double2(v.x, -v.y), __ldg(two + e / S)) : v;
-    };
-    constexpr int ITEMS = BLOCK ? 1 : (S * M + NT - 1) / NT;
-    C next[ITEMS];
-    if constexpr (!BLOCK)
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i)
-            if (threadIdx.x + i * NT < S * M) next[i] = sample(threadIdx.x + i * NT, 0);
-#pragma unroll 1
     for (int k0 = 0; k0 < K; k0 += S) {
-        if constexpr (BLOCK) {
-            for (int e = threadIdx.x; e < S * M; e += NT) input(e, sample(e, k0));
-        } else {
-#pragma unroll
-            for (int i = 0; i < ITEMS; ++i) {
-                const int e = threadIdx.x + i * NT;
-                if (e < S * M) {
-                    input(e, next[i]);
-                    if (k0 + S < K) next[i] = sample(e, k0 + S);  // in flight during the passes
+        for (int e = threadIdx.x; e < S * M; e += NT) {
+            const int s = e % S, m = e / S;
+            C z = fmv::czero<C>();
+            if (live) {
+                if (odd) {
+                    const double a = __ldcs(xp + (index_t)m * K + k0 + s);
+                    const double c = __ldcs(xp + (index_t)(m + M) * K + k0 + s);
+                    z = fmv::cmul(make_double2(a, -c), __ldg(two + m));
+                } else {
+                    z = make_double2(__ldcs(xp + (index_t)(2 * m) * K + k0 + s),
+                                     __ldcs(xp + (index_t)(2 * m + 1) * K + k0 + s));
                 }
             }
+            buf0[s * ld + m] = z;
         }
-        const C* res = Chain<M, 1, S, NT, BLOCK, Rs...>::run(buf0, buf1, twp);
-        sync_transform<NT, BLOCK>();
+        const C* res = Chain<M, 1, S, NT, Rs...>::run(buf0, buf1, twp);
+        __syncthreads();
         if (odd) {
             for (int e = threadIdx.x; e < S * M; e += NT) {
                 const int s = e % S, q = e / S;
@@ -232,7 +199,7 @@ __device__ void transform(const double* __restrict__ x, double* sp, int P, C* bu
                 store(q, k0 + s, fmv::real_spectrum(zf, zmf, __ldg(twl + q)));
             }
         }
-        sync_transform<NT, BLOCK>();
+        __syncthreads();
     }
 }
 
@@ -361,7 +328,7 @@ k16_fused(const double* __restrict__ x, const void* __restrict__ Fhat, double* s
         for (int c = 0; c < nchunks; ++c, ++step) {
             double* sp = spec + (step & 1) * bufsize;
             if ((phases & 1) && b < P)
-                transform<N, NT, S, true, Rs...>(x, sp, P, buf0, buf1, twp, twl, two, odd, c * P + b, nm);
+                transform<N, NT, S, Rs...>(x, sp, P, buf0, buf1, twp, twl, two, odd, c * P + b, nm);
             target += G;
             grid_barrier(count, target);
             if (!(phases & 2)) continue;
@@ -478,183 +445,6 @@ k16_fused(const double* __restrict__ x, const void* __restrict__ Fhat, double* s
         }
     }
 }
-
-// k16_overlap's waits are bounded: one longer than 2^31 cycles (about a second) counts itself in watch[0], notes
-// the first such (block, thread, kind, index) in watch[1 .. 4] and gives up, and every wait after it gives up at
-// once; a stuck pipeline ends the kernel with that record instead of hanging the GPU.
-__device__ bool gave_up(long long start, unsigned* watch, unsigned kind, unsigned index) {
-    if (*(volatile unsigned*)watch == 0 && clock64() - start < (1LL << 31)) return false;
-    if (atomicAdd(watch, 1u) == 0) {
-        watch[1] = blockIdx.x;
-        watch[2] = threadIdx.x;
-        watch[3] = kind;
-        watch[4] = index;
-    }
-    return true;
-}
-// Spin until counter[index] >= target (one thread; acquire at GPU scope)
-__device__ void wait_count(const unsigned* counter, int index, unsigned target, unsigned* watch, unsigned kind) {
-    const long long start = clock64();
-    unsigned seen;
-    do {
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter + index) : "memory");
-    } while (seen < target && !gave_up(start, watch, kind, index));
-}
-// mbar_wait, bounded (kind 3, index kk)
-__device__ void mbar_wait_bounded(unsigned long long* bar, unsigned parity, unsigned* watch, int kk) {
-    const long long start = clock64();
-    unsigned done = 0;
-    while (!done && !gave_up(start, watch, 3, kk))
-        asm volatile(
-            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-            : "=r"(done)
-            : "r"(smem_addr(bar)), "r"(parity)
-            : "memory");
-}
-
-// Y as k16_fused's with BULK, the transforms beside the products: threads 0 .. TW - 1 transform, S series at a
-// time in two buffers after the ring; the next NP threads multiply (Sweep with NP / 32 warps a block: the packed
-// layout does not depend on it).  The chunks of both sweeps are numbered ch = odd nchunks + c, chunk ch's spectra going to buffer ch % 2.
-// sync (4 nchunks + 5, zero; the last 5 the waits' watch): ready[ch] (sync[ch]) counts the blocks that stored
-// their spectra of chunk ch, consumed[ch] (sync[2 nchunks + ch]) those whose ring has all of chunk ch's spectra (the
-// first warp past the wait for its last k-step counts it: the last warp done with a k-step may be waiting for the
-// next chunk's spectra); the transforms of chunk ch + 2 wait for consumed[ch] = G, the copies of chunk ch's spectra
-// for ready[ch] = P.  The products are one
-// stream of k-steps over both sweeps (kk = odd NJ + J), copied NS ahead by the last warp done with a stage.
-// phases: 1 transforms, 2 products (without one, the other does not wait for it), 4 and 8 as k16_fused's.
-// Launch: G <= the multiprocessors blocks of TW + NP threads, dynamic shared memory (NS STAGE + 32 + 2 S ld) * 16 +
-// 16 NS bytes; sync zero.
-template <int N, int ND, int NM, int TW, int NP, int S, int TPW, int XQ, int NS, int AST, int... Rs>
-__global__ void __launch_bounds__(TW + NP, 1)
-k16_overlap(const double* __restrict__ x, const double* __restrict__ Apk, double* spec, C* __restrict__ Y,
-            const C* __restrict__ twp, const C* __restrict__ twl, const C* __restrict__ two, unsigned* sync,
-            int phases) {
-    constexpr int nd = ND, nm = NM, M = N / 2, K = 16, WPB = NP / 32, ld = fmv::Row<M, S, C>::ld;
-    constexpr int NJ = Sweep<ND, NM>::NJ, STAGE = AST + 8 * XQ * K, RING = NS * STAGE + 32;
-    static_assert(N % 2 == 0 && K % S == 0 && NS >= 2 && TW % 32 == 0, "sizes");
-    extern __shared__ double2 fmv_smem[];
-    C* ring = fmv_smem;
-    C* buf0 = ring + RING;
-    C* buf1 = buf0 + S * ld;
-    unsigned long long* full = reinterpret_cast<unsigned long long*>(buf1 + S * ld);
-    unsigned* done = reinterpret_cast<unsigned*>(full + NS);
-    unsigned* landed = done + NS;  // the warps past the wait for a stage (counting up, WPB a k-step)
-    const int G = gridDim.x, P = G / 8 * 8, b = blockIdx.x, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int nchunks = (nm + P - 1) / P;
-    const index_t bufsize = (index_t)(M + 1) * P * 2 * K;
-    unsigned* ready = sync;
-    unsigned* consumed = sync + 2 * nchunks;
-    unsigned* watch = sync + 4 * nchunks;
-    if (threadIdx.x < TW) {  // the transforms
-        for (int ch = 0; ch < 2 * nchunks; ++ch) {
-            if (threadIdx.x == 0 && (phases & 2) && ch >= 2) wait_count(consumed, ch - 2, G, watch, 1);
-            sync_transform<TW, false>();
-            if ((phases & 1) && b < P) {
-                transform<N, TW, S, false, Rs...>(x, spec + (ch & 1) * bufsize, P, buf0, buf1, twp, twl, two,
-                                                  ch >= nchunks, ch % nchunks * P + b, nm);
-                if (threadIdx.x == 0) {  // every thread's stores are in (the transform's last barrier)
-                    asm volatile("fence.proxy.async;" ::: "memory");
-                    __threadfence();
-                    atomicAdd(ready + ch, 1u);
-                }
-            }
-        }
-        return;
-    }
-    if (!(phases & 2)) return;
-    const int pt = threadIdx.x - TW, warp = pt >> 5;
-    const bool copies = !(phases & 8);  // (without: the arithmetic alone, on what the ring holds)
-    // k-step kk's copies into stage kk % NS, by one thread: the block's run of packed A and its frequencies' spectra
-    auto issue = [&](int kk) {
-        if (kk >= 2 * NJ || !copies) return;
-        const int odd = kk / NJ, J = kk % NJ, ch = odd * nchunks + J / (P / 8);
-        const Sweep<ND, NM> blk(odd, M, G, WPB, b, 0, 0);
-        C* const stage = ring + kk % NS * STAGE;
-        unsigned long long* bar = full + kk % NS;
-        if (phases & 1) wait_count(ready, ch, P, watch, 2);
-        asm volatile("fence.proxy.async;" ::: "memory");  // after the ring's last reads, and the spectra's stores
-        mbar_arrive_expect(bar, (unsigned)(8 * blk.step + blk.nq * 8 * K * 16));
-        bulk_copy(stage, Apk + blk.block_base + J * blk.step, (unsigned)(8 * blk.step), bar, true);
-        const double* sp = spec + (ch & 1) * bufsize;
-        for (int qq = 0; qq < blk.nq; ++qq)
-            bulk_copy(stage + AST + qq * 8 * K, sp + spec_at(blk.qlo + qq, P, J % (P / 8) * 8, 0, 0), 8 * K * 16, bar,
-                      false);
-    };
-    if (pt == 0) {
-        for (int s = 0; s < NS; ++s) {
-            mbar_init(full + s);
-            done[s] = landed[s] = 0;
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        for (int kk = 0; kk < NS; ++kk) issue(kk);
-    }
-    named_barrier<2, NP>();  // (the product's threads alone) the barriers are ready
-    for (int odd = 0; odd < 2; ++odd) {
-        const Sweep<ND, NM> sw(odd, M, G, WPB, b, warp, lane);
-        double acc[TPW][2][2][4];  // [tile][right-hand sides 8h ..][Re, Im][fragment element], over the sweep
-#pragma unroll
-        for (int u = 0; u < TPW; ++u)
-#pragma unroll
-            for (int e = 0; e < 16; ++e) acc[u][e / 8][e / 4 % 2][e % 4] = 0;
-        for (int J = 0; J < NJ; ++J) {
-            const int kk = odd * NJ + J, s = kk % NS;
-            if (copies) mbar_wait_bounded(full + s, kk / NS & 1, watch, kk);
-            const bool last = (J + 1) % (P / 8) == 0 || J == NJ - 1;  // of its chunk
-            if (lane == 0 && last && atomicAdd(landed + s, 1u) % WPB == 0) {  // the first warp: chunk's spectra in
-                __threadfence();
-                atomicAdd(consumed + odd * nchunks + J / (P / 8), 1u);
-            }
-            __syncwarp();
-            const double* stage = reinterpret_cast<const double*>(ring + s * STAGE);
-#pragma unroll
-            for (int u = 0; u < TPW; ++u) {
-                if (u >= sw.ntiles || (phases & 4)) continue;  // (the same for the whole warp; 4: the copies alone)
-                double ar[4], ai[4];
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {  // an invalid row's lanes read what the sums of that row only get
-                    int n;
-                    const int at = sw.local(u, e, n);
-                    ar[e] = stage[at];
-                    ai[e] = stage[at + n];
-                }
-                const double* xq = stage + 2 * AST + (sw.freq(u) - sw.qlo) * 16 * K;
-                double2 xr[2], xi[2];
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int at = (t * 16 + (g + 8 * h + 2 * t) % 16) * 2;
-                    xr[h] = *reinterpret_cast<const double2*>(xq + at);
-                    xi[h] = *reinterpret_cast<const double2*>(xq + 128 + at);
-                }
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    mma1688(acc[u][h][0], ar, xr[h].x, xr[h].y);
-                    mma1688(acc[u][h][1], ar, xi[h].x, xi[h].y);
-                }
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    mma1688(acc[u][h][0], ai, -xi[h].x, -xi[h].y);
-                    mma1688(acc[u][h][1], ai, xr[h].x, xr[h].y);
-                }
-            }
-            __syncwarp();
-            if (lane == 0 && atomicAdd(done + s, 1u) % WPB == WPB - 1) issue(kk + NS);  // the last warp done
-            __syncwarp();  // (mma.sync wants the warp converged)
-        }
-#pragma unroll
-        for (int u = 0; u < TPW; ++u) {
-            if (u >= sw.ntiles) continue;
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {  // row rows(u) + g + 8 (e >> 1), right-hand side 8 h + 2 t + (e & 1)
-                    const int i = sw.rows(u) + g + 8 * (e >> 1);
-                    if (i < nd)
-                        Y[((index_t)(2 * sw.freq(u) + odd) * nd + i) * K + 8 * h + 2 * t + (e & 1)] =
-                            make_double2(acc[u][h][0][e], acc[u][h][1][e]);
-                }
-        }
-    }
-}
 }  // namespace k16
 
 // Fhat's bytes read in the product's order alone: block b reads its share of each sweep's rows (the rows of
@@ -707,9 +497,9 @@ template <int KD> __global__ void dmma_rate(double* out, int reps) {
 K = 16
 TARGET = 12
 PHASES = {"both": 3, "product": 2, "transform": 1, "barriers": 0, "copies": 6, "math": 10}
-# the kernels timed: k16_fused reading Fhat's rows as the engine holds them by cp.async, or packed by k16_pack a
-# bulk copy a k-step; k16_overlap (packed, its transforms beside its products)
-KERNELS = ("rows", "bulk", "overlap")
+# how the kernel reads Fhat: its rows as the engine holds them, by cp.async (False), or packed by k16_pack, a
+# bulk copy a k-step (True)
+FHATS = {"rows": False, "bulk": True}
 # rows_read's orders: (columns a row visit, loads in flight a thread, threads a block)
 READ_ORDERS = ((8, 8, 256), (32, 8, 256), (128, 8, 256), (32, 16, 256), (32, 8, 512), (32, 16, 512), (8, 16, 512),
                (16, 16, 512))
@@ -729,8 +519,7 @@ class Layout:
     than a frequency has (a warp's tiles would span three frequencies).
     """
 
-    def __init__(self, Nt: int, Nd: int, Nm: int, blocks: int, threads: int, series: int, stages: int,
-                 overlap_series: int = 2, overlap_threads: tuple[int, int] = (96, 288)) -> None:
+    def __init__(self, Nt: int, Nd: int, Nm: int, blocks: int, threads: int, series: int, stages: int) -> None:
         from fftmatvec.backend.gpu import fft_radices
 
         self.radices = fft_radices(Nt // 2)
@@ -738,17 +527,10 @@ class Layout:
             raise SystemExit(f"Nt = {Nt}: needs Nt even and Nt/2 of factors 2, 3, 5, 7")
         self.Nt, self.Nd, self.Nm, self.blocks, self.threads, self.series, self.stages = (
             Nt, Nd, Nm, blocks, threads, series, stages)
-        # k16_overlap: its threads that transform and that multiply, series a transform at once
-        self.overlap_threads, self.overlap_series = overlap_threads, overlap_series
         rt, warps = math.ceil(Nd / 16), blocks * threads // 32  # tiles of 16 rows a frequency; warps in all
-
-        def tiles_per_warp(threads: int) -> int:  # (the even sweep has Nt/2 + 1 frequencies)
-            most = math.ceil((Nt // 2 + 1) * rt / (blocks * threads // 32))
-            if rt < most:
-                raise SystemExit(f"Nd = {Nd}: a warp's {most} tiles would span more than two frequencies")
-            return most
-
-        self.tiles_per_warp, self.overlap_tiles_per_warp = tiles_per_warp(threads), tiles_per_warp(overlap_threads[1])
+        self.tiles_per_warp = math.ceil((Nt // 2 + 1) * rt / warps)  # the even sweep has Nt/2 + 1 frequencies
+        if rt < self.tiles_per_warp:
+            raise SystemExit(f"Nd = {Nd}: a warp's {self.tiles_per_warp} tiles would span more than two frequencies")
         self.block_frequencies = self.block_step = 0  # the most frequencies, and packed entries a k-step, a block
 
         def rows_before(tile: int) -> int:
@@ -761,36 +543,25 @@ class Layout:
                 self.block_frequencies = max(self.block_frequencies, (end - 1) // rt - first // rt + 1)
                 self.block_step = max(self.block_step, 8 * (rows_before(end) - rows_before(first)))
 
-    def shared_bytes(self, kernel: str) -> int:
-        """The dynamic shared memory of KERNELS' `kernel` (its launch comment)."""
+    def shared_bytes(self, fhat: str) -> int:
+        """The kernel's dynamic shared memory reading `Fhat` as FHATS[fhat] says (its launch comment)."""
         from fftmatvec.backend.gpu import fused_row_stride
 
-        x = 8 * self.block_frequencies * K
-        if kernel == "overlap":
-            ring = self.stages * (self.block_step + x) + 32
-            return (ring + 2 * self.overlap_series * fused_row_stride(self.Nt // 2, self.overlap_series, 16)) * 16 \
-                + 16 * self.stages
         transform = 2 * self.series * fused_row_stride(self.Nt // 2, self.series, 16)
-        a = self.block_step if kernel == "bulk" else 4 * self.tiles_per_warp * self.threads
-        return (max(transform, self.stages * (a + x)) + 32) * 16 + 12 * self.stages
+        a = self.block_step if FHATS[fhat] else 4 * self.tiles_per_warp * self.threads
+        return (max(transform, self.stages * (a + 8 * self.block_frequencies * K)) + 32) * 16 + 12 * self.stages
 
     @property
     def packed_size(self) -> int:
         """Complex entries of `Fhat` packed (k16_pack): its columns in k-steps of 8, the last one padded."""
         return 8 * math.ceil(self.Nm / 8) * (self.Nt + 1) * self.Nd
 
-    def name(self, kernel: str) -> str:
-        """The instantiation of KERNELS' `kernel`."""
-        radices = ", ".join(map(str, self.radices))
-        if kernel == "overlap":
-            tw, np_ = self.overlap_threads
-            return (f"k16::k16_overlap<{self.Nt}, {self.Nd}, {self.Nm}, {tw}, {np_}, {self.overlap_series}, "
-                    f"{self.overlap_tiles_per_warp}, {self.block_frequencies}, {self.stages}, {self.block_step}, "
-                    f"{radices}>")
-        bulk = kernel == "bulk"
+    def name(self, fhat: str) -> str:
+        """The fused kernel reading `Fhat` as FHATS[fhat] says."""
+        bulk = FHATS[fhat]
         return (f"k16::k16_fused<{self.Nt}, {self.Nd}, {self.Nm}, {self.threads}, {self.series}, "
                 f"{self.tiles_per_warp}, {self.block_frequencies}, {self.stages}, {str(bulk).lower()}, "
-                f"{self.block_step if bulk else 0}, {radices}>")
+                f"{self.block_step if bulk else 0}, {', '.join(map(str, self.radices))}>")
 
     @property
     def pack_name(self) -> str:
@@ -799,7 +570,7 @@ class Layout:
     def kernels(self) -> tuple[str, ...]:
         """Every instantiation the script launches."""
         reads = sorted({f"rows_read<{w}, {u}>" for w, u, _ in READ_ORDERS})
-        return (*map(self.name, KERNELS), self.pack_name, "dmma_rate<8>", "dmma_rate<4>", *reads)
+        return (*map(self.name, FHATS), self.pack_name, "dmma_rate<8>", "dmma_rate<4>", *reads)
 
 
 def main(argv=None) -> int:
@@ -810,10 +581,7 @@ def main(argv=None) -> int:
     ap.add_argument("--series", type=int, default=8, choices=(2, 4, 8, 16), help="series a block transforms at once")
     ap.add_argument("--stages", type=int, default=3, help="k-steps in the ring in shared memory")
     ap.add_argument("--phases", default=",".join(PHASES), help="which kernels to time, of " + ",".join(PHASES))
-    ap.add_argument("--kernels", default=",".join(KERNELS), help="which to time, of " + ",".join(KERNELS))
-    ap.add_argument("--overlap-series", type=int, default=2, choices=(1, 2, 4), help="k16_overlap's --series")
-    ap.add_argument("--overlap-threads", default="96,288",
-                    help="k16_overlap's threads that transform and that multiply (multiples of 32)")
+    ap.add_argument("--fhat", default=",".join(FHATS), help="how the kernel reads Fhat, of " + ",".join(FHATS))
     ap.add_argument("-N", "--reps", type=int, default=10, help="waited-for calls per median")
     ap.add_argument("--rounds", type=int, default=3, help="alternated rounds")
     args = ap.parse_args(argv)
@@ -830,17 +598,16 @@ def main(argv=None) -> int:
     M = Nt // 2
     device = cp.cuda.Device()
     blocks = device.attributes["MultiProcessorCount"]
-    lay = Layout(Nt, Nd, Nm, blocks, args.threads, args.series, args.stages, args.overlap_series,
-                 tuple(map(int, args.overlap_threads.split(","))))
-    names = args.kernels.split(",")
-    for kernel in names:
-        if lay.shared_bytes(kernel) > device.attributes["MaxSharedMemoryPerBlockOptin"]:
-            raise SystemExit(f"{kernel}: {lay.shared_bytes(kernel)} bytes of shared memory a block, more than the "
-                             "device has: fewer --stages or --series")
+    lay = Layout(Nt, Nd, Nm, blocks, args.threads, args.series, args.stages)
+    fhats = args.fhat.split(",")
+    for fhat in fhats:
+        if lay.shared_bytes(fhat) > device.attributes["MaxSharedMemoryPerBlockOptin"]:
+            raise SystemExit(f"{fhat}: {lay.shared_bytes(fhat)} bytes of shared memory a block, more than the device "
+                             "has: fewer --stages or --series")
     mod = cp.RawModule(code=source(), options=kernels.options(), name_expressions=lay.kernels())
-    fns = {kernel: mod.get_function(lay.name(kernel)) for kernel in names}
-    for kernel, fn in fns.items():
-        fn.max_dynamic_shared_size_bytes = lay.shared_bytes(kernel)
+    fns = {fhat: mod.get_function(lay.name(fhat)) for fhat in fhats}
+    for fhat, fn in fns.items():
+        fn.max_dynamic_shared_size_bytes = lay.shared_bytes(fhat)
 
     f = random_slab(0, Nd, Nm, Nt, (0, Nd), (0, Nm))
     op = BTTOperator(f, device="gpu", precision="ddddd")
@@ -853,35 +620,34 @@ def main(argv=None) -> int:
     twl = cp.asarray(np.exp(-2j * np.pi * np.arange(M + 1) / Nt))
     two = cp.asarray(np.exp(-1j * np.pi * np.arange(M) / Nt))
     spec = cp.zeros((2, M + 1, blocks, K), np.complex128)
-    count = cp.zeros(4 * math.ceil(Nm / (blocks // 8 * 8)) + 5, np.uint32)  # (k16_fused uses the first)
+    count = cp.zeros(1, np.uint32)
     Yhat = cp.zeros((Nt + 1, Nd, K), np.complex128)
     y = cp.empty((Nd, Nt, K), np.float64)
     sink = cp.empty(blocks * 16, np.float64)
     sync = device.synchronize
     packed = None
-    if any(kernel != "rows" for kernel in names):  # every entry written once: none left NaN
+    if any(FHATS[fhat] for fhat in fhats):  # every entry written once: none left NaN
         packed = cp.full(lay.packed_size, np.nan, np.complex128)
         mod.get_function(lay.pack_name)((blocks,), (args.threads,), (Fhat, packed))
         if cp.isnan(packed).any():
             raise SystemExit("k16_pack left entries unwritten")
+    sources = {fhat: packed if FHATS[fhat] else Fhat for fhat in fhats}
 
-    def fused(kernel: str, phases: int = 3):
+    def fused(fhat: str, phases: int = 3):
         count.fill(0)
-        fns[kernel]((blocks,), (sum(lay.overlap_threads) if kernel == "overlap" else args.threads,),
-                    (xK, Fhat if kernel == "rows" else packed, spec, Yhat, twp, twl, two, count, np.int32(phases)),
-                    shared_mem=lay.shared_bytes(kernel))
+        fns[fhat]((blocks,), (args.threads,), (xK, sources[fhat], spec, Yhat, twp, twl, two, count,
+                                                np.int32(phases)), shared_mem=lay.shared_bytes(fhat))
         be.irfft_unpad(Yhat, y, np.float64)
 
     y_ref = op.matvec(xK)
     fields = dict(Nm=Nm, Nd=Nd, Nt=Nt, K=K, blocks=blocks, threads=args.threads, tiles_per_warp=lay.tiles_per_warp,
                   stages=args.stages, series=args.series, device=be.device_name)
-    for kernel, fn in fns.items():
+    for fhat, fn in fns.items():
         Yhat.fill(np.nan)
-        fused(kernel)
+        fused(fhat)
         err = float(cp.abs(y - y_ref).max() / cp.abs(y_ref).max())
-        check = dict(kernel=lay.name(kernel), rel_error=err, registers=fn.num_regs, local_bytes=fn.local_size_bytes)
-        if kernel == "overlap":  # its waits that gave up: how many, and the first (block, thread, kind, index)
-            check.update(gave_up=[int(v) for v in count[-5:].get()])
+        check = dict(fhat=fhat, kernel=lay.name(fhat), rel_error=err, registers=fn.num_regs,
+                     local_bytes=fn.local_size_bytes)
         if not err < 1e-12:  # which frequencies are wrong: Yhat against cupy's transform and batched product
             pad = cp.concatenate([xK, cp.zeros_like(xK)], axis=1)
             ref = cp.matmul(Fhat, cp.fft.rfft(pad, axis=1).transpose(1, 0, 2))
@@ -890,8 +656,6 @@ def main(argv=None) -> int:
                          yhat_error_odd=float(cp.abs(Yhat[1::2] - ref[1::2]).max()) / scale)
             ref = pad = None
         emit(what="check", **fields, **check)
-        if check.get("gave_up", [0])[0]:
-            raise SystemExit(f"{kernel}: its waits gave up (a stuck pipeline): {check['gave_up']}")
 
     for kd, shape, fma in ((8, "m16n8k8", 16 * 8 * 8), (4, "m8n8k4", 8 * 8 * 4)):  # 8 warps a multiprocessor
         rate, reps = mod.get_function(f"dmma_rate<{kd}>"), 20000
@@ -906,10 +670,10 @@ def main(argv=None) -> int:
              us=round(t * 1e6, 1), TBps=round(Fhat.nbytes / t / 1e12, 3))
 
     variants = {"single": lambda: op.matvec(x1), "matvec": lambda: op.matvec(xK)}
-    for kernel in names:
+    for fhat in fhats:
         for name in args.phases.split(","):
-            variants[f"{'fused' if kernel == 'rows' else kernel}_{name}"] = (lambda k, p: lambda: fused(k, p))(
-                kernel, PHASES[name])
+            variants[f"{'fused' if fhat == 'rows' else fhat}_{name}"] = (lambda f, p: lambda: fused(f, p))(
+                fhat, PHASES[name])
     rounds = {label: [] for label in variants}
     for _ in range(args.rounds):  # alternated, as the bench's columns
         for label, call in variants.items():
