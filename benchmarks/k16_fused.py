@@ -212,7 +212,7 @@ __device__ void transform(const double* __restrict__ x, double* sp, int P, C* bu
 // k-step by k-step (columns 8 J .. 8 J + 7, NJ = ceil(NM / 8) of them, columns past NM zero), the block's tiles in
 // order; a tile's fragment elements e = 0..3 (mma1688's a[e]) in turn, each the real parts of its valid lanes
 // then their imaginary parts.  The lanes whose row is valid are a prefix of the warp: n(e) of them.  A block's
-// k-step is one contiguous run of 2 `step` doubles, and its k-steps follow each other.
+// k-step is one contiguous run of `step` doubles, and its k-steps follow each other.
 template <int ND, int NM> struct Sweep {
     static constexpr int rt = (ND + 15) / 16, NJ = (NM + 7) / 8;
     int tile0, ntiles, qa, ra, us, qb, qlo, nq, lane;  // qlo .. qlo + nq - 1: the block's frequencies
