@@ -2,13 +2,13 @@
 complex128 (`ddddd`): the one kind of design whose bytes fit the issue's
 `K = 16` target (benchmarks/k16_bound.py, docs/gpu.md "K = 16").  An
 experiment, not the engine's product: it is correct, and slower than the
-engine (docs/gpu-kernels.md, stops 39 and 40).
+engine (docs/gpu-kernels.md, stops 39 to 41).
 
     python benchmarks/k16_fused.py --out benchmarks/results/h200-k16-fused.jsonl
 
-One persistent kernel, one block per multiprocessor (G blocks, all running
-at once).  It keeps the sums of the frequencies it works on in registers
-across all parameters, so it splits the frequencies in two sweeps, each
+Persistent kernels, one block per multiprocessor (G blocks, all running at
+once).  They keep the sums of the frequencies they work on in registers
+across all parameters, so they split the frequencies in two sweeps, each
 holding half of them (12.8 MB of sums at the big size, against 25.6 MB for
 all):
 
@@ -23,39 +23,45 @@ all):
 Each sweep reads the inputs once (1.28 GB in all at the big size, against
 the 2.56 GB a separate transform pass writes and reads back) and the rows
 of `Fhat` of its frequencies.  A sweep runs over chunks of P = 8 (G / 8)
-parameters, the whole grid in step:
+parameters: the chunk's parameters are transformed into spectra in a chunk
+buffer that stays in the L2 (two buffers, used in turn), laid out as the
+tensor cores take them; then every warp that multiplies adds the chunk's
+products to its tiles of sums (16 rows of `Fhat` of one frequency by the 16
+right-hand sides, float64 ``mma.sync.m16n8k8``, four real products per
+complex one), k-step by k-step of 8 columns through a ring of stages in
+shared memory.  ``--kernels`` names the forms:
 
-1. block ``b < P`` transforms parameter ``c P + b`` (its 16 right-hand
-   sides, ``--series`` at a time in shared memory, fft.cu's Stockham
-   passes) and stores their spectra in a chunk buffer that stays in the L2
-   (two buffers, used in turn), laid out as the tensor cores take them;
-2. a grid barrier (an atomic counter);
-3. every warp adds the chunk's products to its tiles of sums (16 rows of
-   `Fhat` of one frequency by the 16 right-hand sides, float64
-   ``mma.sync.m16n8k8``, four real products per complex one), k-step by
-   k-step of 8 columns through a ring of ``--stages`` stages in shared
-   memory.
+* ``rows`` and ``bulk`` (``k16_fused``): the whole grid in step, each
+  chunk's transforms (block ``b < P`` takes parameter ``c P + b``,
+  ``--series`` at a time, fft.cu's Stockham passes), a grid barrier, then
+  its products.  ``rows`` copies `Fhat` as the engine holds it, each lane
+  its own fragments by ``cp.async``; ``bulk`` reads `Fhat` packed once
+  (``k16_pack``) so that a block's k-step is one contiguous run, copied by
+  one bulk copy (``cp.async.bulk``, counted by an ``mbarrier``) and
+  refilled by the last warp done with the stage.
+* ``ws`` (``k16_ws``, warp specialisation): in every block one or two
+  warpgroups transform chunk after chunk while two others multiply, as
+  one stream of k-steps over both sweeps (packed `Fhat`, bulk copies);
+  counters in global memory hand each chunk's spectra over, and
+  ``setmaxnreg`` gives the warps that multiply the registers of those that
+  transform.  ``--ws`` lists its settings, each a kernel of its own.
 
-``--fhat`` says how a stage is filled: ``rows``, `Fhat` as the engine holds
-it, each lane copying its own fragments by ``cp.async``; ``bulk``, `Fhat`
-packed once (``k16_pack``) so that a block's k-step is one contiguous run,
-copied by one bulk copy (``cp.async.bulk``, counted by an ``mbarrier``) and
-refilled by the last warp done with the stage.  After each sweep the sums
-go to ``Yhat (Nt + 1, Nd, 16)``; the engine's fused inverse transform
-(``irfft_unpad``) makes ``y``.
+After each sweep the sums go to ``Yhat (Nt + 1, Nd, 16)``; the engine's
+fused inverse transform (``irfft_unpad``) makes ``y``.
 
 The script checks the result against ``BTTOperator.matvec`` on the same
 inputs and times, waited for (the bench's medians, alternated rounds): one
 vector's ``matvec`` (16 vectors must take at most 16/12 of it: the
-``budget_us``), the 16-vector ``matvec``, and the fused product, whole
-(``fused_both`` reading rows, ``bulk_both`` packed) and in parts
-(``--phases``): without its transforms (``product``), without its products
-(``transform``), its barriers alone (``barriers``), its products' copies
-without their arithmetic (``copies``) and their arithmetic without the
-copies (``math``).  Two more measurements say what bounds the products:
-``dmma_rate`` (the float64 tensor cores' rate on values in registers) and
-``rows_read`` (`Fhat` read by plain loads in the products' order of rows,
-with several amounts of loads in flight).
+``budget_us``), the 16-vector ``matvec``, and each form, whole (``*_both``)
+and in parts (``--phases``): without its transforms (``product``), without
+its products (``transform``), its barriers alone (``barriers``), its
+products' copies without their arithmetic (``copies``) and their arithmetic
+without the copies (``math``); for ``ws`` also its transforms without their
+stores (``unstored``), without their copies of the samples (``unfetched``)
+and without either (``computed``).  Two more measurements say what bounds
+the products: ``dmma_rate`` (the float64 tensor cores' rate on values in
+registers) and ``rows_read`` (`Fhat` read by plain loads in the products'
+order of rows, with several amounts of loads in flight).
 """
 from __future__ import annotations
 
@@ -147,6 +153,10 @@ __device__ void grid_barrier(unsigned* count, unsigned target) {
 __device__ __forceinline__ index_t spec_at(int q, int P, int p, int k, int plane) {
     const int col = p % 8, t = col % 4;
     return ((index_t)q * P + p / 8 * 8) * 32 + plane * 128 + (t * 16 + (k + 2 * t) % 16) * 2 + col / 4;
+}
+// (a, b) at p (16-byte aligned) under the L2 policy pol (createpolicy)
+__device__ __forceinline__ void st_pair(double* p, double a, double b, unsigned long long pol) {
+    asm volatile("st.global.L2::cache_hint.v2.f64 [%0], {%1, %2}, %3;" ::"l"(p), "d"(a), "d"(b), "l"(pol) : "memory");
 }
 // v at p, at evict-last priority in the L2 (for what the grid reads back while Fhat's stream passes)
 __device__ __forceinline__ void st_evict_last(double* p, double v) {
@@ -445,6 +455,367 @@ k16_fused(const double* __restrict__ x, const void* __restrict__ Fhat, double* s
         }
     }
 }
+
+// NT threads (whole warps) wait for each other at named barrier id (bar.sync wants each warp converged).
+template <int NT> __device__ __forceinline__ void named_barrier(int id) {
+    __syncwarp();
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "n"(NT) : "memory");
+}
+
+// k16_ws's waits are bounded: one longer than 2^31 cycles (about a second) counts itself in watch[0], notes the
+// first such (block, thread, kind, index) in watch[1 .. 4] and gives up, and every wait longer than 2^20 cycles
+// after it gives up at once; a stuck pipeline ends the kernel with that record instead of hanging the GPU.  (A
+// shorter wait does not read watch: a load from the L2 in every wait held the products up.)
+__device__ bool gave_up(long long start, unsigned* watch, unsigned kind, unsigned index) {
+    const long long waited = clock64() - start;
+    if (waited < (1LL << 20) || (waited < (1LL << 31) && *(volatile unsigned*)watch == 0)) return false;
+    if (atomicAdd(watch, 1u) == 0) {
+        watch[1] = blockIdx.x;
+        watch[2] = threadIdx.x;
+        watch[3] = kind;
+        watch[4] = index;
+    }
+    return true;
+}
+// Spin until counter[index] >= target (one thread; acquire at GPU scope)
+__device__ void wait_count(const unsigned* counter, int index, unsigned target, unsigned* watch, unsigned kind) {
+    const long long start = clock64();
+    unsigned seen;
+    do {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter + index) : "memory");
+    } while (seen < target && !gave_up(start, watch, kind, index));
+}
+// mbar_wait, bounded (kind 3, index kk)
+__device__ void mbar_wait_bounded(unsigned long long* bar, unsigned parity, unsigned* watch, int kk) {
+    const long long start = clock64();
+    unsigned done;
+    do
+        asm volatile(
+            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(smem_addr(bar)), "r"(parity)
+            : "memory");
+    while (!done && !gave_up(start, watch, 3, kk));
+}
+
+// w^m for w = exp(-i pi / N), any m >= 0, from the eighth of the circle T[r] = w^r (r <= N / 4) in shared memory:
+// w^(N / 2 - r) = -i conj(w^r), w^(m + N / 2) = -i w^m
+template <int N> __device__ __forceinline__ C omega(const C* T, int m) {
+    constexpr int Q = N / 2, E = N / 4;
+    static_assert(N % 4 == 0, "an eighth of the circle");
+    m %= 2 * N;
+    const int r = m % Q;
+    C a = T[r <= E ? r : Q - r];
+    if (r > E) a = make_double2(-a.y, -a.x);
+    switch (m / Q) {
+        case 0: return a;
+        case 1: return make_double2(a.y, -a.x);
+        case 2: return make_double2(-a.x, -a.y);
+        default: return make_double2(-a.y, a.x);
+    }
+}
+
+// One Stockham pass of radix R over S series of M = N / 2 points, from `in` to `out`, by the TT threads of a team
+// (tid its thread), its twiddles from Tp (pass_twiddles' table, in shared memory).
+template <int N, int R, int NS, int S, int TT> __device__ void pass_ws(const C* in, C* out, const C* Tp, int tid) {
+    constexpr int M = N / 2, H = (R + 1) / 2;
+    typedef fmv::Butterfly<R, M, NS, S, C> Item;
+    for (int e = tid; e < S * Item::nb; e += TT) {
+        const Item b(e);
+        C v[R];
+        b.load(in, v);
+        const C* w = Tp + (NS - 1) + b.k;
+        fmv::twiddle_dft<R, -1, NS>(v, fmv::Twiddles<C>{w[0], w[(H - 1) * NS]});
+        b.store(out, v);
+    }
+}
+// The passes of radices Rs... from NS on, between two buffers (the team's named barrier id before each, twiddles
+// from Tp); returns the buffer holding the result.
+template <int N, int NS, int S, int TT, int... Rs> struct ChainWS {
+    static __device__ C* run(C* in, C*, const C*, int, int) { return in; }
+};
+template <int N, int NS, int S, int TT, int R, int... Rest> struct ChainWS<N, NS, S, TT, R, Rest...> {
+    static __device__ C* run(C* in, C* out, const C* Tp, int tid, int id) {
+        named_barrier<TT>(id);
+        pass_ws<N, R, NS, S, TT>(in, out, Tp, tid);
+        return ChainWS<N, NS * R, S, TT, Rest...>::run(out, in, Tp, tid, id);
+    }
+};
+// The first pass (radix R, no twiddles) straight from the samples r ((t, s) doubles): series s's point m is
+// x[2m] + i x[2m + 1] (even sweep) or (x[m] - i x[m + M]) w^m (odd sweep, w^m = omega from T).
+template <int N, int R, int S, int TT>
+__device__ void first_pass_ws(const double* r, C* out, const C* T, bool odd, int tid) {
+    constexpr int M = N / 2;
+    typedef fmv::Butterfly<R, M, 1, S, C> Item;
+    for (int e = tid; e < S * Item::nb; e += TT) {
+        const Item b(e);
+        C v[R];
+#pragma unroll
+        for (int q = 0; q < R; ++q) {
+            const int m = b.j + q * Item::nb;
+            v[q] = odd ? fmv::cmul(make_double2(r[m * S + b.s], -r[(m + M) * S + b.s]), omega<N>(T, m))
+                       : make_double2(r[2 * m * S + b.s], r[(2 * m + 1) * S + b.s]);
+        }
+        fmv::Dft<R, -1>::run(v);
+        b.store(out, v);
+    }
+}
+template <int R, int... Rest> struct First {
+    static constexpr int radix = R;
+    template <int N, int S, int TT> using rest = ChainWS<N, R, S, TT, Rest...>;
+};
+
+// One team of k16_ws's transforms (team of TEAMS, TT threads each, named barrier 1 + team): the spectra of chunk
+// ch = odd nchunks + c at the sweep's frequencies (as transform's) into spec buffer ch % 2.  Block b takes the two
+// parameters whose spectra share spec_at's pairs, p0 = c P + 8 (b / 8) + b % 4 and p1 = p0 + 4, and the right-hand
+// sides 8 h .. 8 h + 7 (h = b / 4 % 2), so that it stores whole pairs (16 bytes).  A round takes KR = S / 2 of them
+// for both parameters (series s = pp KR + kk: parameter p_pp, right-hand side k0 + kk), the team's rounds of a
+// chunk those of k0 = 8 h + (i TEAMS + team) KR.  The team's round rr (= ch RPC + i) first has its samples x[p_pp,
+// :, k0 .. k0 + KR) copied by cp.async into raw buffer rr % D (doubles, (t, s)), D rounds ahead; its first pass
+// reads them, the other passes run between w0 and w1 (twiddles from Tp), and the post-processing stores the
+// spectra.  Before its first store into a buffer, chunk ch waits until consumed[ch - 2] = G (every block's ring
+// holds chunk ch - 2's spectra); after its last, the team counts itself in ready[ch].
+template <int N, int S, int D, int TEAMS, int TT, int... Rs>
+__device__ void transforms_ws(const double* __restrict__ x, double* spec, int P, int nchunks, int nm, int team,
+                              C* w0, C* w1, double* raw, const C* T, const C* Tp, unsigned* ready,
+                              const unsigned* consumed, unsigned* watch, int phases) {
+    constexpr int M = N / 2, K = 16, ld = fmv::Row<M, S, C>::ld, KR = S / 2, RPC = 8 / (KR * TEAMS);
+    static_assert(S % 2 == 0 && 8 % (KR * TEAMS) == 0 && TT % KR == 0 && (KR == 1 || KR == 2), "sizes");
+    const int b = blockIdx.x, G = gridDim.x, nrounds = 2 * nchunks * RPC, tid = threadIdx.x % TT, id = 1 + team;
+    const int col = 8 * (b / 8) + b % 4;  // p0's column in the chunk
+    const index_t bufsize = (index_t)(M + 1) * P * 2 * K;
+    auto first_k = [&](int rr) { return 8 * (b / 4 % 2) + (rr % RPC * TEAMS + team) * KR; };
+    unsigned long long keep;  // the spectra's stores stay in the L2 while Fhat's stream passes
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(keep));
+    auto fetch = [&](int rr) {
+        const int p0 = rr / RPC % nchunks * P + col;
+        if (rr < nrounds && p0 < nm && !(phases & 32)) {
+            double* dst = raw + (index_t)(rr % D) * N * S;
+            for (int i = tid; i < 2 * N; i += TT) {  // sample t = i / 2 of parameter p0 + 4 (i % 2)
+                const int pp = i % 2;
+                const bool valid = p0 + 4 * pp < nm;
+                const double* src = x + ((index_t)(valid ? p0 + 4 * pp : p0) * N + i / 2) * K + first_k(rr);
+                fmv::cp_async<8 * KR>(dst + (i / 2) * S + pp * KR, src, valid);
+            }
+        }
+        fmv::cp_async_commit();  // (empty past the last round: the groups stay one a round)
+    };
+    for (int rr = 0; rr < D; ++rr) fetch(rr);
+#pragma unroll 1
+    for (int rr = 0; rr < nrounds; ++rr) {
+        const int ch = rr / RPC, k0 = first_k(rr);
+        const bool odd = ch >= nchunks, live = ch % nchunks * P + col < nm;
+        double* sp = spec + (ch & 1) * bufsize;
+        fmv::cp_async_wait<D - 1>();
+        named_barrier<TT>(id);  // every thread's copies of round rr are in
+        if (live) first_pass_ws<N, First<Rs...>::radix, S, TT>(raw + (index_t)(rr % D) * N * S, w0, T, odd, tid);
+        named_barrier<TT>(id);  // raw buffer rr % D is free
+        fetch(rr + D);
+        const C* res = live ? First<Rs...>::template rest<N, S, TT>::run(w0, w1, Tp, tid, id) : w0;
+        if (rr % RPC == 0 && ch >= 2 && (phases & 2) && tid == 0) wait_count(consumed, ch - 2, G, watch, 1);
+        named_barrier<TT>(id);
+        if (live) {  // the thread's right-hand side k0 + kk, frequencies q = tid / KR, + TT / KR, ...: both
+            // parameters' values (series kk and KR + kk) make one pair, and spec_at steps by a stride
+            const int kk = tid % KR;
+            const C* z0 = res + kk * ld;
+            const C* z1 = res + (KR + kk) * ld;
+            double* at = sp + spec_at(tid / KR, P, col, k0 + kk, 0);
+            const index_t stride = (index_t)(TT / KR) * 32 * P;
+            auto store = [&](C v0, C v1) {
+                if (!(phases & 16)) {
+                    st_pair(at, v0.x, v1.x, keep);
+                    st_pair(at + 128, v0.y, v1.y, keep);
+                }
+                at += stride;
+            };
+            if (odd) {
+                for (int q = tid / KR; q < M; q += TT / KR) {
+                    const int f = (q & 1) ? (N - 1 - q) / 2 : q / 2;
+                    store((q & 1) ? fmv::cconj(z0[f]) : z0[f], (q & 1) ? fmv::cconj(z1[f]) : z1[f]);
+                }
+            } else {
+                for (int q = tid / KR; q <= M; q += TT / KR) {
+                    const int f = q == M ? 0 : q, mf = q == 0 ? 0 : M - q;
+                    const C w = omega<N>(T, 2 * q);
+                    store(fmv::real_spectrum(z0[f], z0[mf], w), fmv::real_spectrum(z1[f], z1[mf], w));
+                }
+            }
+        }
+        if (rr % RPC == RPC - 1) {  // the team's last round of the chunk
+            named_barrier<TT>(id);  // every thread's stores are in
+            if (tid == 0) {
+                asm volatile("fence.proxy.async.global;" ::: "memory");
+                __threadfence();
+                atomicAdd(ready + ch, 1u);
+            }
+        }
+    }
+    fmv::cp_async_wait<0>();
+}
+
+// Y as k16_fused's with BULK, with the transforms beside the products (warp specialisation): the first TW threads
+// transform, in TEAMS teams of whole warpgroups (transforms_ws, at RT registers a thread: setmaxnreg), the
+// next 256 multiply (at RP).  The launch bound caps every thread at 168 registers (TW = 128) or 128 (TW = 256);
+// setmaxnreg moves them from the warpgroups that transform to those that multiply (TW RT + 256 RP <= what the bound
+// gives in all).  The products are k16_fused's with BULK (Sweep with 8 warps a block) as one stream of k-steps over
+// both sweeps (kk = odd NJ + J), copied NS ahead by the last warp done with a stage, whose copies of chunk ch's
+// spectra wait for ready[ch] = TEAMS P.  sync (4 nchunks + 5, zero; the last 5 the waits' watch): ready[ch] (sync[ch]),
+// consumed[ch] (sync[2 nchunks + ch]: the blocks whose ring has all of chunk ch's spectra, counted by the first
+// warp past the wait for its last k-step).  phases: 1 transforms, 2 products (without one, the other does not wait
+// for it), 4 and 8 as k16_fused's; 16 the transforms without their stores, 32 without their copies of the samples
+// (both measurements only: the results are wrong).
+// Launch: G <= the multiprocessors blocks of TW + 256 threads, dynamic shared memory (NS STAGE + 32 + TEAMS (2 S ld
+// + D S M) + N / 4 + M) * 16 + 16 NS + 48 bytes, sm_90a; twp pass_twiddles(Rs); sync zero.
+template <int N, int ND, int NM, int S, int D, int TPW, int XQ, int NS, int AST, int TW, int TEAMS, int RT, int RP,
+          int... Rs>
+__global__ void __launch_bounds__(TW + 256, 1)
+k16_ws(const double* __restrict__ x, const double* __restrict__ Apk, double* spec, C* __restrict__ Y,
+       const C* __restrict__ twp, unsigned* sync, int phases) {
+    constexpr int nd = ND, M = N / 2, K = 16, NP = 256, WPB = NP / 32, ld = fmv::Row<M, S, C>::ld;
+    constexpr int NJ = Sweep<ND, NM>::NJ, STAGE = AST + 8 * XQ * K, RING = NS * STAGE + 32;
+    // (the registers a launch bound of TW + NP threads gives, in all)
+    constexpr int POOL = TW == 128 ? 384 * 168 : 65536;
+    static_assert(N % 2 == 0 && NS >= 2 && (TW == 128 || TW == 256) && TW % (128 * TEAMS) == 0 &&
+                  TW * RT + NP * RP <= POOL, "sizes");
+    extern __shared__ double2 fmv_smem[];
+    C* ring = fmv_smem;
+    C* w0 = ring + RING;
+    // each team's buffers (w0, w1, raw: 2 S ld + D S M complex values), then the transforms' twiddles: T (omega's)
+    // and Tp (the passes', twp's M - 1)
+    constexpr int TT = TW / TEAMS, TEAM_SIZE = 2 * S * ld + D * S * M;
+    C* T = w0 + TEAMS * TEAM_SIZE;
+    C* Tp = T + N / 4 + 1;
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(Tp + M - 1);
+    unsigned* done = reinterpret_cast<unsigned*>(full + NS);
+    unsigned* landed = done + NS;  // the warps past the wait for a stage (counting up, WPB a k-step)
+    // the block's run of packed A in each sweep, and its frequencies (Sweep's, computed once: its divisions in
+    // 64 bits on the way to every copy held the products up)
+    struct BlockRun {
+        long long base, step;
+        int qlo, nq;
+    }* runs = reinterpret_cast<BlockRun*>(landed + NS);
+    const int G = gridDim.x, P = G / 8 * 8, b = blockIdx.x, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int nchunks = (NM + P - 1) / P;
+    const index_t bufsize = (index_t)(M + 1) * P * 2 * K;
+    unsigned* ready = sync;
+    unsigned* consumed = sync + 2 * nchunks;
+    unsigned* watch = sync + 4 * nchunks;
+    if (threadIdx.x < TW) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(RT));
+        if (!(phases & 1) || b >= P) return;
+        for (int r = threadIdx.x; r <= N / 4; r += TW) {
+            double sn, cs;
+            sincospi((double)r / N, &sn, &cs);
+            T[r] = make_double2(cs, -sn);
+        }
+        for (int r = threadIdx.x; r < M - 1; r += TW) Tp[r] = twp[r];
+        named_barrier<TW>(4);
+        const int team = threadIdx.x / TT;
+        C* const mine = w0 + team * TEAM_SIZE;
+        transforms_ws<N, S, D, TEAMS, TT, Rs...>(x, spec, P, nchunks, NM, team, mine, mine + S * ld,
+                                                 reinterpret_cast<double*>(mine + 2 * S * ld), T, Tp, ready, consumed,
+                                                 watch, phases);
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(RP));
+    if (!(phases & 2)) return;
+    const int pt = threadIdx.x - TW, warp = pt >> 5;
+    const bool copies = !(phases & 8);  // (without: the arithmetic alone, on what the ring holds)
+    // k-step kk's copies into stage kk % NS, by one thread: the block's run of packed A and its frequencies' spectra
+    auto issue = [&](int kk) {
+        if (kk >= 2 * NJ || !copies) return;
+        const int odd = kk / NJ, J = kk % NJ, ch = odd * nchunks + J / (P / 8);
+        const BlockRun blk = runs[odd];
+        C* const stage = ring + kk % NS * STAGE;
+        unsigned long long* bar = full + kk % NS;
+        if (phases & 1) wait_count(ready, ch, P * TEAMS, watch, 2);
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // after the ring's last reads
+        mbar_arrive_expect(bar, (unsigned)(8 * blk.step + blk.nq * 8 * K * 16));
+        bulk_copy(stage, Apk + blk.base + J * blk.step, (unsigned)(8 * blk.step), bar, true);
+        const double* sp = spec + (ch & 1) * bufsize;
+        for (int qq = 0; qq < blk.nq; ++qq)
+            bulk_copy(stage + AST + qq * 8 * K, sp + spec_at(blk.qlo + qq, P, J % (P / 8) * 8, 0, 0), 8 * K * 16, bar,
+                      false);
+    };
+    if (pt == 0) {
+        for (int odd = 0; odd < 2; ++odd) {
+            const Sweep<ND, NM> blk(odd, M, G, WPB, b, 0, 0);
+            runs[odd] = {blk.block_base, blk.step, blk.qlo, blk.nq};
+        }
+        for (int s = 0; s < NS; ++s) {
+            mbar_init(full + s);
+            done[s] = landed[s] = 0;
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        for (int kk = 0; kk < NS; ++kk) issue(kk);
+    }
+    named_barrier<NP>(3);  // (the products' threads alone) the barriers are ready
+    for (int odd = 0; odd < 2; ++odd) {
+        const Sweep<ND, NM> sw(odd, M, G, WPB, b, warp, lane);
+        double acc[TPW][2][2][4];  // [tile][right-hand sides 8h ..][Re, Im][fragment element], over the sweep
+#pragma unroll
+        for (int u = 0; u < TPW; ++u)
+#pragma unroll
+            for (int e = 0; e < 16; ++e) acc[u][e / 8][e / 4 % 2][e % 4] = 0;
+        for (int J = 0; J < NJ; ++J) {
+            const int kk = odd * NJ + J, s = kk % NS;
+            if (copies) mbar_wait_bounded(full + s, kk / NS & 1, watch, kk);
+            const bool last = (J + 1) % (P / 8) == 0 || J == NJ - 1;  // of its chunk
+            if (lane == 0 && last && atomicAdd(landed + s, 1u) % WPB == 0) {  // the first warp: chunk's spectra in
+                __threadfence();
+                atomicAdd(consumed + odd * nchunks + J / (P / 8), 1u);
+            }
+            __syncwarp();
+            const double* stage = reinterpret_cast<const double*>(ring + s * STAGE);
+#pragma unroll
+            for (int u = 0; u < TPW; ++u) {
+                if (u >= sw.ntiles || (phases & 4)) continue;  // (the same for the whole warp; 4: the copies alone)
+                double ar[4], ai[4];
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {  // an invalid row's lanes read what the sums of that row only get
+                    int n;
+                    const int at = sw.local(u, e, n);
+                    ar[e] = stage[at];
+                    ai[e] = stage[at + n];
+                }
+                const double* xq = stage + 2 * AST + (sw.freq(u) - sw.qlo) * 16 * K;
+                double2 xr[2], xi[2];
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int at = (t * 16 + (g + 8 * h + 2 * t) % 16) * 2;
+                    xr[h] = *reinterpret_cast<const double2*>(xq + at);
+                    xi[h] = *reinterpret_cast<const double2*>(xq + 128 + at);
+                }
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    mma1688(acc[u][h][0], ar, xr[h].x, xr[h].y);
+                    mma1688(acc[u][h][1], ar, xi[h].x, xi[h].y);
+                }
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    mma1688(acc[u][h][0], ai, -xi[h].x, -xi[h].y);
+                    mma1688(acc[u][h][1], ai, xr[h].x, xr[h].y);
+                }
+            }
+            __syncwarp();
+            if (lane == 0 && atomicAdd(done + s, 1u) % WPB == WPB - 1) issue(kk + NS);  // the last warp done
+            __syncwarp();  // (mma.sync wants the warp converged)
+        }
+#pragma unroll
+        for (int u = 0; u < TPW; ++u) {
+            if (u >= sw.ntiles) continue;
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {  // row rows(u) + g + 8 (e >> 1), right-hand side 8 h + 2 t + (e & 1)
+                    const int i = sw.rows(u) + g + 8 * (e >> 1);
+                    if (i < nd)
+                        Y[((index_t)(2 * sw.freq(u) + odd) * nd + i) * K + 8 * h + 2 * t + (e & 1)] =
+                            make_double2(acc[u][h][0][e], acc[u][h][1][e]);
+                }
+        }
+    }
+}
 }  // namespace k16
 
 // Fhat's bytes read in the product's order alone: block b reads its share of each sweep's rows (the rows of
@@ -497,9 +868,12 @@ template <int KD> __global__ void dmma_rate(double* out, int reps) {
 K = 16
 TARGET = 12
 PHASES = {"both": 3, "product": 2, "transform": 1, "barriers": 0, "copies": 6, "math": 10}
-# how the kernel reads Fhat: its rows as the engine holds them, by cp.async (False), or packed by k16_pack, a
-# bulk copy a k-step (True)
-FHATS = {"rows": False, "bulk": True}
+# k16_ws's transforms in parts (results wrong): without their stores, without their copies of the samples, without
+# either
+WS_PHASES = {"unstored": 17, "unfetched": 33, "computed": 49}
+# the kernels: k16_fused reading Fhat's rows as the engine holds them, each lane by cp.async ("rows"), or packed
+# by k16_pack, a bulk copy a k-step ("bulk"); k16_ws, packed, its transforms beside its products ("ws")
+KERNELS = ("rows", "bulk", "ws")
 # rows_read's orders: (columns a row visit, loads in flight a thread, threads a block)
 READ_ORDERS = ((8, 8, 256), (32, 8, 256), (128, 8, 256), (32, 16, 256), (32, 8, 512), (32, 16, 512), (8, 16, 512),
                (16, 16, 512))
@@ -512,30 +886,55 @@ def source() -> str:
     return kernels.source("fft.cu") + FUSED
 
 
-class Layout:
-    """How k16_fused splits one size over `blocks` multiprocessors (as its comments say), and its instantiation.
+def small_radices(M: int) -> list[int] | None:
+    """M as a product of radices of at most 5 (fives first, then fours, threes and twos), or None: k16_ws's
+    transforms hold a butterfly's values in the few registers of their warpgroup."""
+    radices = []
+    for r in (5, 4, 3, 2):
+        while M % r == 0:
+            radices.append(r)
+            M //= r
+    return radices if M == 1 else None
 
-    Raises SystemExit for a size it does not take: Nt odd, Nt/2 with a prime factor above 7, or more tiles a warp
-    than a frequency has (a warp's tiles would span three frequencies).
+
+class Layout:
+    """How the kernels split one size over `blocks` multiprocessors (as their comments say), and their
+    instantiations.  Each of k16_ws's `ws` settings (series a round, rounds of samples in flight, stages of its
+    ring, threads that transform, teams they form, registers a thread that transforms and that multiplies) is a
+    kernel of its own,
+    named "ws" with the first, "ws1", "ws2", ... with the others.
+
+    Raises SystemExit for a size it does not take: Nt not a multiple of 4, Nt/2 with a prime factor above 5, or more
+    tiles a warp than a frequency has (a warp's tiles would span three frequencies).
     """
 
-    def __init__(self, Nt: int, Nd: int, Nm: int, blocks: int, threads: int, series: int, stages: int) -> None:
+    def __init__(self, Nt: int, Nd: int, Nm: int, blocks: int, threads: int, series: int, stages: int,
+                 ws: tuple[tuple[int, ...], ...] = ((4, 1, 2, 128, 1, 104, 200), (4, 1, 2, 256, 1, 64, 192))
+                 ) -> None:
         from fftmatvec.backend.gpu import fft_radices
 
-        self.radices = fft_radices(Nt // 2)
-        if Nt % 2 or self.radices is None:
-            raise SystemExit(f"Nt = {Nt}: needs Nt even and Nt/2 of factors 2, 3, 5, 7")
+        self.radices, self.ws_radices = fft_radices(Nt // 2), small_radices(Nt // 2)
+        if Nt % 4 or self.radices is None or self.ws_radices is None:
+            raise SystemExit(f"Nt = {Nt}: needs Nt a multiple of 4 and Nt/2 of factors 2, 3, 5")
         self.Nt, self.Nd, self.Nm, self.blocks, self.threads, self.series, self.stages = (
             Nt, Nd, Nm, blocks, threads, series, stages)
-        rt, warps = math.ceil(Nd / 16), blocks * threads // 32  # tiles of 16 rows a frequency; warps in all
-        self.tiles_per_warp = math.ceil((Nt // 2 + 1) * rt / warps)  # the even sweep has Nt/2 + 1 frequencies
-        if rt < self.tiles_per_warp:
-            raise SystemExit(f"Nd = {Nd}: a warp's {self.tiles_per_warp} tiles would span more than two frequencies")
+        self.ws = {f"ws{i or ''}": setting for i, setting in enumerate(ws)}
+        rt = math.ceil(Nd / 16)  # tiles of 16 rows a frequency
+
+        def tiles_per_warp(threads: int) -> int:  # (the even sweep has Nt/2 + 1 frequencies)
+            most = math.ceil((Nt // 2 + 1) * rt / (blocks * threads // 32))
+            if rt < most:
+                raise SystemExit(f"Nd = {Nd}: a warp's {most} tiles would span more than two frequencies")
+            return most
+
+        self.tiles_per_warp = tiles_per_warp(threads)
+        self.ws_tiles_per_warp = tiles_per_warp(256)  # (k16_ws: 8 warps multiply)
         self.block_frequencies = self.block_step = 0  # the most frequencies, and packed entries a k-step, a block
 
         def rows_before(tile: int) -> int:
             return tile // rt * Nd + min(Nd, 16 * (tile % rt))
 
+        warps = blocks * threads // 32
         for Q in (Nt // 2 + 1, Nt // 2):
             T = Q * rt
             for b in range(blocks):
@@ -543,45 +942,69 @@ class Layout:
                 self.block_frequencies = max(self.block_frequencies, (end - 1) // rt - first // rt + 1)
                 self.block_step = max(self.block_step, 8 * (rows_before(end) - rows_before(first)))
 
-    def shared_bytes(self, fhat: str) -> int:
-        """The kernel's dynamic shared memory reading `Fhat` as FHATS[fhat] says (its launch comment)."""
+    def shared_bytes(self, kernel: str) -> int:
+        """The dynamic shared memory of KERNELS' `kernel` (its launch comment)."""
         from fftmatvec.backend.gpu import fused_row_stride
 
+        x = 8 * self.block_frequencies * K
+        if kernel in self.ws:
+            S, D, NS, TW, TEAMS = self.ws[kernel][:5]
+            M = self.Nt // 2
+            team = 2 * S * fused_row_stride(M, S, 16) + D * S * M
+            return (NS * (self.block_step + x) + 32 + TEAMS * team + self.Nt // 4 + M) * 16 + 16 * NS + 48
         transform = 2 * self.series * fused_row_stride(self.Nt // 2, self.series, 16)
-        a = self.block_step if FHATS[fhat] else 4 * self.tiles_per_warp * self.threads
-        return (max(transform, self.stages * (a + 8 * self.block_frequencies * K)) + 32) * 16 + 12 * self.stages
+        a = self.block_step if kernel == "bulk" else 4 * self.tiles_per_warp * self.threads
+        return (max(transform, self.stages * (a + x)) + 32) * 16 + 12 * self.stages
+
+    def launch_threads(self, kernel: str) -> int:
+        return self.ws[kernel][3] + 256 if kernel in self.ws else self.threads
 
     @property
     def packed_size(self) -> int:
         """Complex entries of `Fhat` packed (k16_pack): its columns in k-steps of 8, the last one padded."""
         return 8 * math.ceil(self.Nm / 8) * (self.Nt + 1) * self.Nd
 
-    def name(self, fhat: str) -> str:
-        """The fused kernel reading `Fhat` as FHATS[fhat] says."""
-        bulk = FHATS[fhat]
+    def name(self, kernel: str) -> str:
+        """The instantiation of KERNELS' `kernel`."""
+        if kernel in self.ws:
+            S, D, NS, TW, TEAMS, RT, RP = self.ws[kernel]
+            return (f"k16::k16_ws<{self.Nt}, {self.Nd}, {self.Nm}, {S}, {D}, {self.ws_tiles_per_warp}, "
+                    f"{self.block_frequencies}, {NS}, {self.block_step}, {TW}, {TEAMS}, {RT}, {RP}, "
+                    f"{', '.join(map(str, self.ws_radices))}>")
+        bulk = kernel == "bulk"
         return (f"k16::k16_fused<{self.Nt}, {self.Nd}, {self.Nm}, {self.threads}, {self.series}, "
                 f"{self.tiles_per_warp}, {self.block_frequencies}, {self.stages}, {str(bulk).lower()}, "
                 f"{self.block_step if bulk else 0}, {', '.join(map(str, self.radices))}>")
 
     @property
     def pack_name(self) -> str:
-        return f"k16::k16_pack<{self.Nt}, {self.Nd}, {self.Nm}, {self.threads}>"
+        return f"k16::k16_pack<{self.Nt}, {self.Nd}, {self.Nm}, 256>"
 
-    def kernels(self) -> tuple[str, ...]:
-        """Every instantiation the script launches."""
+    def labels(self, which=KERNELS) -> list[str]:
+        """The kernels of `which` (of KERNELS), "ws" standing for every setting of k16_ws."""
+        return [label for kernel in which for label in (self.ws if kernel == "ws" else (kernel,))]
+
+    def kernels(self, which=KERNELS) -> tuple[str, ...]:
+        """Every instantiation the script launches, with `which` of KERNELS."""
         reads = sorted({f"rows_read<{w}, {u}>" for w, u, _ in READ_ORDERS})
-        return (*map(self.name, FHATS), self.pack_name, "dmma_rate<8>", "dmma_rate<4>", *reads)
+        return (*map(self.name, self.labels(which)), self.pack_name, "dmma_rate<8>", "dmma_rate<4>", *reads)
 
 
 def main(argv=None) -> int:
     from gpu_probe import json_lines, size_parser
 
     ap = size_parser(__doc__)
-    ap.add_argument("--threads", type=int, default=256, help="threads a block")
+    ap.add_argument("--threads", type=int, default=256, help="threads a block (k16_fused)")
     ap.add_argument("--series", type=int, default=8, choices=(2, 4, 8, 16), help="series a block transforms at once")
     ap.add_argument("--stages", type=int, default=3, help="k-steps in the ring in shared memory")
-    ap.add_argument("--phases", default=",".join(PHASES), help="which kernels to time, of " + ",".join(PHASES))
-    ap.add_argument("--fhat", default=",".join(FHATS), help="how the kernel reads Fhat, of " + ",".join(FHATS))
+    ap.add_argument("--ws", nargs="+", default=["4,1,2,128,1,104,200", "4,1,2,256,1,64,192"],
+                    help="k16_ws's settings, each a kernel: series a round, rounds of samples in flight, stages, "
+                         "threads that transform, teams they form, registers a thread that transforms and that "
+                         "multiplies")
+    ap.add_argument("--phases", default=",".join(PHASES),
+                    help="which kernels to time, of " + ",".join(PHASES) + " (and for k16_ws " + ",".join(WS_PHASES)
+                    + ")")
+    ap.add_argument("--kernels", default=",".join(KERNELS), help="which to time, of " + ",".join(KERNELS))
     ap.add_argument("-N", "--reps", type=int, default=10, help="waited-for calls per median")
     ap.add_argument("--rounds", type=int, default=3, help="alternated rounds")
     args = ap.parse_args(argv)
@@ -598,16 +1021,19 @@ def main(argv=None) -> int:
     M = Nt // 2
     device = cp.cuda.Device()
     blocks = device.attributes["MultiProcessorCount"]
-    lay = Layout(Nt, Nd, Nm, blocks, args.threads, args.series, args.stages)
-    fhats = args.fhat.split(",")
-    for fhat in fhats:
-        if lay.shared_bytes(fhat) > device.attributes["MaxSharedMemoryPerBlockOptin"]:
-            raise SystemExit(f"{fhat}: {lay.shared_bytes(fhat)} bytes of shared memory a block, more than the device "
-                             "has: fewer --stages or --series")
-    mod = cp.RawModule(code=source(), options=kernels.options(), name_expressions=lay.kernels())
-    fns = {fhat: mod.get_function(lay.name(fhat)) for fhat in fhats}
-    for fhat, fn in fns.items():
-        fn.max_dynamic_shared_size_bytes = lay.shared_bytes(fhat)
+    lay = Layout(Nt, Nd, Nm, blocks, args.threads, args.series, args.stages,
+                 tuple(tuple(map(int, w.split(","))) for w in args.ws))
+    names = lay.labels(args.kernels.split(","))
+    for kernel in names:
+        if lay.shared_bytes(kernel) > device.attributes["MaxSharedMemoryPerBlockOptin"]:
+            raise SystemExit(f"{kernel}: {lay.shared_bytes(kernel)} bytes of shared memory a block, more than the "
+                             "device has: fewer stages, series or rounds in flight")
+    # (sm_90a: k16_ws's setmaxnreg)
+    mod = cp.RawModule(code=source(), options=(*kernels.options(), "-arch=sm_90a"),
+                       name_expressions=lay.kernels(args.kernels.split(",")))
+    fns = {kernel: mod.get_function(lay.name(kernel)) for kernel in names}
+    for kernel, fn in fns.items():
+        fn.max_dynamic_shared_size_bytes = lay.shared_bytes(kernel)
 
     f = random_slab(0, Nd, Nm, Nt, (0, Nd), (0, Nm))
     op = BTTOperator(f, device="gpu", precision="ddddd")
@@ -616,38 +1042,41 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(2)
     x1 = be.asarray(rng.standard_normal((Nm, Nt)))
     xK = be.asarray(rng.standard_normal((Nm, Nt, K)))
-    twp = cp.asarray(pass_twiddles(lay.radices))
+    twp, twp_ws = cp.asarray(pass_twiddles(lay.radices)), cp.asarray(pass_twiddles(lay.ws_radices))
     twl = cp.asarray(np.exp(-2j * np.pi * np.arange(M + 1) / Nt))
     two = cp.asarray(np.exp(-1j * np.pi * np.arange(M) / Nt))
     spec = cp.zeros((2, M + 1, blocks, K), np.complex128)
-    count = cp.zeros(1, np.uint32)
+    count = cp.zeros(4 * math.ceil(Nm / (blocks // 8 * 8)) + 5, np.uint32)  # (k16_fused uses the first)
     Yhat = cp.zeros((Nt + 1, Nd, K), np.complex128)
     y = cp.empty((Nd, Nt, K), np.float64)
     sink = cp.empty(blocks * 16, np.float64)
     sync = device.synchronize
     packed = None
-    if any(FHATS[fhat] for fhat in fhats):  # every entry written once: none left NaN
+    if any(kernel != "rows" for kernel in names):  # every entry written once: none left NaN
         packed = cp.full(lay.packed_size, np.nan, np.complex128)
-        mod.get_function(lay.pack_name)((blocks,), (args.threads,), (Fhat, packed))
+        mod.get_function(lay.pack_name)((blocks,), (256,), (Fhat, packed))
         if cp.isnan(packed).any():
             raise SystemExit("k16_pack left entries unwritten")
-    sources = {fhat: packed if FHATS[fhat] else Fhat for fhat in fhats}
 
-    def fused(fhat: str, phases: int = 3):
+    def fused(kernel: str, phases: int = 3):
         count.fill(0)
-        fns[fhat]((blocks,), (args.threads,), (xK, sources[fhat], spec, Yhat, twp, twl, two, count,
-                                                np.int32(phases)), shared_mem=lay.shared_bytes(fhat))
+        tables = (twp_ws,) if kernel in lay.ws else (twp, twl, two)  # (k16_ws makes the others)
+        fns[kernel]((blocks,), (lay.launch_threads(kernel),),
+                    (xK, Fhat if kernel == "rows" else packed, spec, Yhat, *tables, count, np.int32(phases)),
+                    shared_mem=lay.shared_bytes(kernel))
         be.irfft_unpad(Yhat, y, np.float64)
 
     y_ref = op.matvec(xK)
     fields = dict(Nm=Nm, Nd=Nd, Nt=Nt, K=K, blocks=blocks, threads=args.threads, tiles_per_warp=lay.tiles_per_warp,
                   stages=args.stages, series=args.series, device=be.device_name)
-    for fhat, fn in fns.items():
+    for kernel, fn in fns.items():
         Yhat.fill(np.nan)
-        fused(fhat)
+        fused(kernel)
         err = float(cp.abs(y - y_ref).max() / cp.abs(y_ref).max())
-        check = dict(fhat=fhat, kernel=lay.name(fhat), rel_error=err, registers=fn.num_regs,
+        check = dict(label=kernel, kernel=lay.name(kernel), rel_error=err, registers=fn.num_regs,
                      local_bytes=fn.local_size_bytes)
+        if kernel in lay.ws:  # its waits that gave up: how many, and the first (block, thread, kind, index)
+            check.update(gave_up=[int(v) for v in count[-5:].get()])
         if not err < 1e-12:  # which frequencies are wrong: Yhat against cupy's transform and batched product
             pad = cp.concatenate([xK, cp.zeros_like(xK)], axis=1)
             ref = cp.matmul(Fhat, cp.fft.rfft(pad, axis=1).transpose(1, 0, 2))
@@ -656,6 +1085,8 @@ def main(argv=None) -> int:
                          yhat_error_odd=float(cp.abs(Yhat[1::2] - ref[1::2]).max()) / scale)
             ref = pad = None
         emit(what="check", **fields, **check)
+        if check.get("gave_up", [0])[0]:
+            raise SystemExit(f"{kernel}: its waits gave up (a stuck pipeline): {check['gave_up']}")
 
     for kd, shape, fma in ((8, "m16n8k8", 16 * 8 * 8), (4, "m8n8k4", 8 * 8 * 4)):  # 8 warps a multiprocessor
         rate, reps = mod.get_function(f"dmma_rate<{kd}>"), 20000
@@ -670,10 +1101,12 @@ def main(argv=None) -> int:
              us=round(t * 1e6, 1), TBps=round(Fhat.nbytes / t / 1e12, 3))
 
     variants = {"single": lambda: op.matvec(x1), "matvec": lambda: op.matvec(xK)}
-    for fhat in fhats:
+    for kernel in names:
         for name in args.phases.split(","):
-            variants[f"{'fused' if fhat == 'rows' else fhat}_{name}"] = (lambda f, p: lambda: fused(f, p))(
-                fhat, PHASES[name])
+            if name in WS_PHASES and kernel not in lay.ws:
+                continue
+            variants[f"{'fused' if kernel == 'rows' else kernel}_{name}"] = (lambda k, p: lambda: fused(k, p))(
+                kernel, {**PHASES, **WS_PHASES}[name])
     rounds = {label: [] for label in variants}
     for _ in range(args.rounds):  # alternated, as the bench's columns
         for label, call in variants.items():

@@ -8,6 +8,7 @@ include it.  The same text goes through NVRTC at run time via
 ``fftmatvec.backend.kernels.source`` (includes expanded), which is checked too.
 """
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -101,11 +102,41 @@ def test_k16_fused_kernels_compile(size, tmp_path):
     taken = ", ".join(f"(void*)&{name}" for name in layout.kernels())
     src.write_text(fused.source() + "\nvoid* const* instantiated() { static void* const k[] = {" + taken
                    + "}; return k; }\n")
-    res = _nvcc(src, tmp_path, "-arch=sm_90", "-Werror=all-warnings")
+    res = _nvcc(src, tmp_path, "-arch=sm_90a", "-Werror=all-warnings")  # (sm_90a: k16_ws's setmaxnreg)
     assert res.returncode == 0, res.stderr
     ptx = (tmp_path / "k16_fused.ptx").read_text()
     entries = [line for line in ptx.splitlines() if ".entry" in line]  # (fft.cu's own instantiations too)
-    assert sum(any(k in e for k in ("k16_fused", "k16_pack", "dmma_rate", "rows_read")) for e in entries) == len(
-        layout.kernels())
+    assert sum(any(k in e for k in ("k16_fused", "k16_ws", "k16_pack", "dmma_rate", "rows_read")) for e in entries) \
+        == len(layout.kernels())
     assert "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64" in ptx
     assert "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+    assert "setmaxnreg.inc.sync.aligned.u32" in ptx
+
+
+def _ptxas_report(source: str, kernel: str, tmp_path: Path) -> str:
+    """What ptxas says (-v) of `kernel` alone, compiled for sm_90a from `source`."""
+    src = tmp_path / "one.cu"
+    src.write_text(source + "\nvoid* const* instantiated() { static void* const k[] = {(void*)&" + kernel
+                   + "}; return k; }\n")
+    cmd = [NVCC, "-std=c++17", "-arch=sm_90a", "-cubin", "-Xptxas", "-v", "-o", str(tmp_path / "one.cubin"), str(src)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    return res.stderr
+
+
+def test_k16_ws_products_take_the_transforms_registers(tmp_path):
+    """ptxas honours k16_ws's setmaxnreg: at the big size, the first default setting (launch bound 384 threads: 168
+    registers a thread) compiles its products at 200 registers without spilling, while the same kernel with its
+    products at the launch bound's 168 registers spills (they hold 128 registers of sums)."""
+    fused = benchmark_module("k16_fused")
+    default = fused.Layout(1000, 100, 5000, blocks=132, threads=256, series=8, stages=3)
+    setting = default.ws["ws"]
+    assert setting[3:] == (128, 1, 104, 200)  # (threads that transform, teams, their registers, the products')
+    capped = fused.Layout(1000, 100, 5000, blocks=132, threads=256, series=8, stages=3, ws=(setting[:5] + (168, 168),))
+    given = _ptxas_report(fused.source(), default.name("ws"), tmp_path)
+    held = _ptxas_report(fused.source(), capped.name("ws"), tmp_path)
+    for report in (given, held):
+        assert "C7508" not in report, report  # ('setmaxnreg' ignored)
+        assert "Used 168 registers" in report, report
+    spilled = [int(re.search(r"(\d+) bytes spill stores", report).group(1)) for report in (given, held)]
+    assert spilled[0] == 0 and spilled[1] > 0, (given, held)
