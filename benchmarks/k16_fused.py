@@ -542,22 +542,24 @@ template <int N, int NS, int S, int TT, int R, int... Rest> struct ChainWS<N, NS
     }
 };
 // The first pass (radix R, no twiddles) straight from the samples r ((t, s) doubles): series s's point m is
-// x[2m] + i x[2m + 1] (even sweep) or (x[m] - i x[m + M]) w^m (odd sweep, w^m = omega from T).
+// x[2m] + i x[2m + 1] (even sweep) or (x[m] - i x[m + M]) w^m (odd sweep, w^m = omega from T).  Its work items
+// run series fastest (s = e % S), so that a warp's reads of the samples are contiguous runs and its stores fall in
+// distinct banks (Row's padding); butterfly fastest, the reads took 7.7 times their ideal wavefronts.
 template <int N, int R, int S, int TT>
 __device__ void first_pass_ws(const double* r, C* out, const C* T, bool odd, int tid) {
-    constexpr int M = N / 2;
-    typedef fmv::Butterfly<R, M, 1, S, C> Item;
-    for (int e = tid; e < S * Item::nb; e += TT) {
-        const Item b(e);
+    constexpr int M = N / 2, nb = M / R, ld = fmv::Row<M, S, C>::ld;
+    for (int e = tid; e < S * nb; e += TT) {
+        const int s = e % S, j = e / S;
         C v[R];
 #pragma unroll
         for (int q = 0; q < R; ++q) {
-            const int m = b.j + q * Item::nb;
-            v[q] = odd ? fmv::cmul(make_double2(r[m * S + b.s], -r[(m + M) * S + b.s]), omega<N>(T, m))
-                       : make_double2(r[2 * m * S + b.s], r[(2 * m + 1) * S + b.s]);
+            const int m = j + q * nb;
+            v[q] = odd ? fmv::cmul(make_double2(r[m * S + s], -r[(m + M) * S + s]), omega<N>(T, m))
+                       : make_double2(r[2 * m * S + s], r[(2 * m + 1) * S + s]);
         }
         fmv::Dft<R, -1>::run(v);
-        b.store(out, v);
+#pragma unroll
+        for (int q = 0; q < R; ++q) out[s * ld + j * R + q] = v[q];
     }
 }
 template <int R, int... Rest> struct First {
