@@ -568,16 +568,16 @@ template <int R, int... Rest> struct First {
 };
 
 // One team of k16_ws's transforms (team of TEAMS, TT threads each, named barrier 1 + team): the spectra of chunk
-// ch = odd nchunks + c at the sweep's frequencies (as transform's) into spec buffer ch % 2.  Block b takes the two
+// ch = odd nchunks + c at the sweep's frequencies (as transform's) into spec buffer ch % NB.  Block b takes the two
 // parameters whose spectra share spec_at's pairs, p0 = c P + 8 (b / 8) + b % 4 and p1 = p0 + 4, and the right-hand
 // sides 8 h .. 8 h + 7 (h = b / 4 % 2), so that it stores whole pairs (16 bytes).  A round takes KR = S / 2 of them
 // for both parameters (series s = pp KR + kk: parameter p_pp, right-hand side k0 + kk), the team's rounds of a
 // chunk those of k0 = 8 h + (i TEAMS + team) KR.  The team's round rr (= ch RPC + i) first has its samples x[p_pp,
 // :, k0 .. k0 + KR) copied by cp.async into raw buffer rr % D (doubles, (t, s)), D rounds ahead; its first pass
 // reads them, the other passes run between w0 and w1 (twiddles from Tp), and the post-processing stores the
-// spectra.  Before its first store into a buffer, chunk ch waits until consumed[ch - 2] = G (every block's ring
-// holds chunk ch - 2's spectra); after its last, the team counts itself in ready[ch].
-template <int N, int S, int D, int TEAMS, int TT, int... Rs>
+// spectra.  Before its first store into a buffer, chunk ch waits until consumed[ch - NB] = G (every block's ring
+// holds chunk ch - NB's spectra); after its last, the team counts itself in ready[ch].
+template <int N, int S, int D, int TEAMS, int TT, int NB, int... Rs>
 __device__ void transforms_ws(const double* __restrict__ x, double* spec, int P, int nchunks, int nm, int team,
                               C* w0, C* w1, double* raw, const C* T, const C* Tp, unsigned* ready,
                               const unsigned* consumed, unsigned* watch, int phases) {
@@ -607,14 +607,14 @@ __device__ void transforms_ws(const double* __restrict__ x, double* spec, int P,
     for (int rr = 0; rr < nrounds; ++rr) {
         const int ch = rr / RPC, k0 = first_k(rr);
         const bool odd = ch >= nchunks, live = ch % nchunks * P + col < nm;
-        double* sp = spec + (ch & 1) * bufsize;
+        double* sp = spec + ch % NB * bufsize;
         fmv::cp_async_wait<D - 1>();
         named_barrier<TT>(id);  // every thread's copies of round rr are in
         if (live) first_pass_ws<N, First<Rs...>::radix, S, TT>(raw + (index_t)(rr % D) * N * S, w0, T, odd, tid);
         named_barrier<TT>(id);  // raw buffer rr % D is free
         fetch(rr + D);
         const C* res = live ? First<Rs...>::template rest<N, S, TT>::run(w0, w1, Tp, tid, id) : w0;
-        if (rr % RPC == 0 && ch >= 2 && (phases & 2) && tid == 0) wait_count(consumed, ch - 2, G, watch, 1);
+        if (rr % RPC == 0 && ch >= NB && (phases & 2) && tid == 0) wait_count(consumed, ch - NB, G, watch, 1);
         named_barrier<TT>(id);
         if (live) {  // the thread's right-hand side k0 + kk, frequencies q = tid / KR, + TT / KR, ...: both
             // parameters' values (series kk and KR + kk) make one pair, and spec_at steps by a stride
@@ -667,9 +667,10 @@ __device__ void transforms_ws(const double* __restrict__ x, double* spec, int P,
 // for it), 4 and 8 as k16_fused's; 16 the transforms without their stores, 32 without their copies of the samples
 // (both measurements only: the results are wrong).
 // Launch: G <= the multiprocessors blocks of TW + 256 threads, dynamic shared memory (NS STAGE + 32 + TEAMS (2 S ld
-// + D S M) + N / 4 + M) * 16 + 16 NS + 48 bytes, sm_90a; twp pass_twiddles(Rs); sync zero.
+// + D S M) + N / 4 + M) * 16 + 16 NS + 48 bytes, sm_90a; twp pass_twiddles(Rs); spec NB (M + 1) P 32 doubles;
+// sync zero.
 template <int N, int ND, int NM, int S, int D, int TPW, int XQ, int NS, int AST, int TW, int TEAMS, int RT, int RP,
-          int... Rs>
+          int NB, int... Rs>
 __global__ void __launch_bounds__(TW + 256, 1)
 k16_ws(const double* __restrict__ x, const double* __restrict__ Apk, double* spec, C* __restrict__ Y,
        const C* __restrict__ twp, unsigned* sync, int phases) {
@@ -714,9 +715,9 @@ k16_ws(const double* __restrict__ x, const double* __restrict__ Apk, double* spe
         named_barrier<TW>(4);
         const int team = threadIdx.x / TT;
         C* const mine = w0 + team * TEAM_SIZE;
-        transforms_ws<N, S, D, TEAMS, TT, Rs...>(x, spec, P, nchunks, NM, team, mine, mine + S * ld,
-                                                 reinterpret_cast<double*>(mine + 2 * S * ld), T, Tp, ready, consumed,
-                                                 watch, phases);
+        transforms_ws<N, S, D, TEAMS, TT, NB, Rs...>(x, spec, P, nchunks, NM, team, mine, mine + S * ld,
+                                                     reinterpret_cast<double*>(mine + 2 * S * ld), T, Tp, ready,
+                                                     consumed, watch, phases);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(RP));
@@ -734,7 +735,7 @@ k16_ws(const double* __restrict__ x, const double* __restrict__ Apk, double* spe
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // after the ring's last reads
         mbar_arrive_expect(bar, (unsigned)(8 * blk.step + blk.nq * 8 * K * 16));
         bulk_copy(stage, Apk + blk.base + J * blk.step, (unsigned)(8 * blk.step), bar, true);
-        const double* sp = spec + (ch & 1) * bufsize;
+        const double* sp = spec + ch % NB * bufsize;
         for (int qq = 0; qq < blk.nq; ++qq)
             bulk_copy(stage + AST + qq * 8 * K, sp + spec_at(blk.qlo + qq, P, J % (P / 8) * 8, 0, 0), 8 * K * 16, bar,
                       false);
@@ -902,8 +903,8 @@ def small_radices(M: int) -> list[int] | None:
 class Layout:
     """How the kernels split one size over `blocks` multiprocessors (as their comments say), and their
     instantiations.  Each of k16_ws's `ws` settings (series a round, rounds of samples in flight, stages of its
-    ring, threads that transform, teams they form, registers a thread that transforms and that multiplies) is a
-    kernel of its own,
+    ring, threads that transform, teams they form, registers a thread that transforms and that multiplies, chunk
+    buffers) is a kernel of its own,
     named "ws" with the first, "ws1", "ws2", ... with the others.
 
     Raises SystemExit for a size it does not take: Nt not a multiple of 4, Nt/2 with a prime factor above 5, or more
@@ -911,7 +912,7 @@ class Layout:
     """
 
     def __init__(self, Nt: int, Nd: int, Nm: int, blocks: int, threads: int, series: int, stages: int,
-                 ws: tuple[tuple[int, ...], ...] = ((4, 1, 2, 128, 1, 104, 200), (4, 1, 2, 256, 1, 64, 192))
+                 ws: tuple[tuple[int, ...], ...] = ((4, 1, 2, 128, 1, 104, 200, 2), (4, 1, 2, 256, 1, 64, 192, 2))
                  ) -> None:
         from fftmatvec.backend.gpu import fft_radices
 
@@ -969,9 +970,9 @@ class Layout:
     def name(self, kernel: str) -> str:
         """The instantiation of KERNELS' `kernel`."""
         if kernel in self.ws:
-            S, D, NS, TW, TEAMS, RT, RP = self.ws[kernel]
+            S, D, NS, TW, TEAMS, RT, RP, NB = self.ws[kernel]
             return (f"k16::k16_ws<{self.Nt}, {self.Nd}, {self.Nm}, {S}, {D}, {self.ws_tiles_per_warp}, "
-                    f"{self.block_frequencies}, {NS}, {self.block_step}, {TW}, {TEAMS}, {RT}, {RP}, "
+                    f"{self.block_frequencies}, {NS}, {self.block_step}, {TW}, {TEAMS}, {RT}, {RP}, {NB}, "
                     f"{', '.join(map(str, self.ws_radices))}>")
         bulk = kernel == "bulk"
         return (f"k16::k16_fused<{self.Nt}, {self.Nd}, {self.Nm}, {self.threads}, {self.series}, "
@@ -999,10 +1000,10 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=256, help="threads a block (k16_fused)")
     ap.add_argument("--series", type=int, default=8, choices=(2, 4, 8, 16), help="series a block transforms at once")
     ap.add_argument("--stages", type=int, default=3, help="k-steps in the ring in shared memory")
-    ap.add_argument("--ws", nargs="+", default=["4,1,2,128,1,104,200", "4,1,2,256,1,64,192"],
+    ap.add_argument("--ws", nargs="+", default=["4,1,2,128,1,104,200,2", "4,1,2,256,1,64,192,2"],
                     help="k16_ws's settings, each a kernel: series a round, rounds of samples in flight, stages, "
                          "threads that transform, teams they form, registers a thread that transforms and that "
-                         "multiplies")
+                         "multiplies, chunk buffers")
     ap.add_argument("--phases", default=",".join(PHASES),
                     help="which kernels to time, of " + ",".join(PHASES) + " (and for k16_ws " + ",".join(WS_PHASES)
                     + ")")
@@ -1047,7 +1048,8 @@ def main(argv=None) -> int:
     twp, twp_ws = cp.asarray(pass_twiddles(lay.radices)), cp.asarray(pass_twiddles(lay.ws_radices))
     twl = cp.asarray(np.exp(-2j * np.pi * np.arange(M + 1) / Nt))
     two = cp.asarray(np.exp(-1j * np.pi * np.arange(M) / Nt))
-    spec = cp.zeros((2, M + 1, blocks, K), np.complex128)
+    buffers = max([2] + [setting[7] for setting in lay.ws.values()])  # chunk buffers (k16_fused uses 2)
+    spec = cp.zeros((buffers, M + 1, blocks, K), np.complex128)
     count = cp.zeros(4 * math.ceil(Nm / (blocks // 8 * 8)) + 5, np.uint32)  # (k16_fused uses the first)
     Yhat = cp.zeros((Nt + 1, Nd, K), np.complex128)
     y = cp.empty((Nd, Nt, K), np.float64)

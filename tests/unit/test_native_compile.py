@@ -131,8 +131,9 @@ def test_k16_ws_products_take_the_transforms_registers(tmp_path):
     fused = benchmark_module("k16_fused")
     default = fused.Layout(1000, 100, 5000, blocks=132, threads=256, series=8, stages=3)
     setting = default.ws["ws"]
-    assert setting[3:] == (128, 1, 104, 200)  # (threads that transform, teams, their registers, the products')
-    capped = fused.Layout(1000, 100, 5000, blocks=132, threads=256, series=8, stages=3, ws=(setting[:5] + (168, 168),))
+    assert setting[3:7] == (128, 1, 104, 200)  # (threads that transform, teams, their registers, the products')
+    capped = fused.Layout(1000, 100, 5000, blocks=132, threads=256, series=8, stages=3,
+                          ws=(setting[:5] + (168, 168) + setting[7:],))
     given = _ptxas_report(fused.source(), default.name("ws"), tmp_path)
     held = _ptxas_report(fused.source(), capped.name("ws"), tmp_path)
     for report in (given, held):
