@@ -255,6 +255,51 @@ template <int ND, int NM> struct Sweep {
     }
 };
 
+// acc += A X for one tile of the warp at one k-step, from the lane's fragments ar, ai (A's real and imaginary
+// parts, mma1688's a) and xq (the tile's frequency's plane pairs of X, spec_at's layout: right-hand side g + 8 h,
+// columns t and t + 4): Re += Ar Xr - Ai Xi, Im += Ar Xi + Ai Xr, the four products with Ar first, then those with
+// Ai (a product waits for the one before it on the same sums).
+__device__ __forceinline__ void tile_product(double (&acc)[2][2][4], const double (&ar)[4], const double (&ai)[4],
+                                             const double* xq, int g, int t) {
+    double2 xr[2], xi[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int at = (t * 16 + (g + 8 * h + 2 * t) % 16) * 2;
+        xr[h] = *reinterpret_cast<const double2*>(xq + at);
+        xi[h] = *reinterpret_cast<const double2*>(xq + 128 + at);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        mma1688(acc[h][0], ar, xr[h].x, xr[h].y);
+        mma1688(acc[h][1], ar, xi[h].x, xi[h].y);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        mma1688(acc[h][0], ai, -xi[h].x, -xi[h].y);
+        mma1688(acc[h][1], ai, xr[h].x, xr[h].y);
+    }
+}
+// The warp's sums of one sweep into Y (N + 1, ND, 16): tile u's lane holds rows rows(u) + g + 8 (e >> 1), right-hand
+// sides 8 h + 2 t + (e & 1).
+template <int TPW, int ND, int NM>
+__device__ void store_sums(C* __restrict__ Y, const double (&acc)[TPW][2][2][4], const Sweep<ND, NM>& sw, int odd,
+                           int g, int t) {
+    constexpr int K = 16;
+#pragma unroll
+    for (int u = 0; u < TPW; ++u) {
+        if (u >= sw.ntiles) continue;
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int i = sw.rows(u) + g + 8 * (e >> 1);
+                if (i < ND)
+                    Y[((index_t)(2 * sw.freq(u) + odd) * ND + i) * K + 8 * h + 2 * t + (e & 1)] =
+                        make_double2(acc[u][h][0][e], acc[u][h][1][e]);
+            }
+    }
+}
+
 // P = Fhat (N + 1, ND, NM) packed (Sweep), 16 NJ (N + 1) ND doubles.  The same launch as k16_fused's.
 template <int N, int ND, int NM, int NT>
 __global__ void __launch_bounds__(NT) k16_pack(const C* __restrict__ A, double* __restrict__ P) {
@@ -408,27 +453,7 @@ k16_fused(const double* __restrict__ x, const void* __restrict__ Fhat, double* s
                             ai[e] = a.y;
                         }
                     }
-                    // X's pairs of right-hand side g + 8 h, columns t and t + 4 (spec_at): real, imaginary
-                    const double* xq = stage_d + 2 * AS + (sw.freq(u) - qlo) * 16 * K;
-                    double2 xr[2], xi[2];
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        const int at = (t * 16 + (g + 8 * h + 2 * t) % 16) * 2;
-                        xr[h] = *reinterpret_cast<const double2*>(xq + at);
-                        xi[h] = *reinterpret_cast<const double2*>(xq + 128 + at);
-                    }
-                    // Re += Ar Xr - Ai Xi, Im += Ar Xi + Ai Xr: the four products with Ar, then those with Ai (a
-                    // product waits for the one before it on the same sums)
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        mma1688(acc[u][h][0], ar, xr[h].x, xr[h].y);
-                        mma1688(acc[u][h][1], ar, xi[h].x, xi[h].y);
-                    }
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        mma1688(acc[u][h][0], ai, -xi[h].x, -xi[h].y);
-                        mma1688(acc[u][h][1], ai, xr[h].x, xr[h].y);
-                    }
+                    tile_product(acc[u], ar, ai, stage_d + 2 * AS + (sw.freq(u) - qlo) * 16 * K, g, t);
                 }
                 if constexpr (BULK) {  // the last warp done with step j refills its stage with step j + NS
                     __syncwarp();
@@ -440,19 +465,7 @@ k16_fused(const double* __restrict__ x, const void* __restrict__ Fhat, double* s
             kbase += nsteps;
             __syncthreads();  // the next transform writes over the ring
         }
-#pragma unroll
-        for (int u = 0; u < TPW; ++u) {
-            if (u >= ntiles) continue;
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {  // row rows(u) + g + 8 (e >> 1), right-hand side 8 h + 2 t + (e & 1)
-                    const int i = sw.rows(u) + g + 8 * (e >> 1);
-                    if (i < nd)
-                        Y[((index_t)(2 * sw.freq(u) + odd) * nd + i) * K + 8 * h + 2 * t + (e & 1)] =
-                            make_double2(acc[u][h][0][e], acc[u][h][1][e]);
-                }
-        }
+        store_sums(Y, acc, sw, odd, g, t);
     }
 }
 
@@ -674,7 +687,7 @@ template <int N, int ND, int NM, int S, int D, int TPW, int XQ, int NS, int AST,
 __global__ void __launch_bounds__(TW + 256, 1)
 k16_ws(const double* __restrict__ x, const double* __restrict__ Apk, double* spec, C* __restrict__ Y,
        const C* __restrict__ twp, unsigned* sync, int phases) {
-    constexpr int nd = ND, M = N / 2, K = 16, NP = 256, WPB = NP / 32, ld = fmv::Row<M, S, C>::ld;
+    constexpr int M = N / 2, K = 16, NP = 256, WPB = NP / 32, ld = fmv::Row<M, S, C>::ld;
     constexpr int NJ = Sweep<ND, NM>::NJ, STAGE = AST + 8 * XQ * K, RING = NS * STAGE + 32;
     // (the registers a launch bound of TW + NP threads gives, in all)
     constexpr int POOL = TW == 128 ? 384 * 168 : 65536;
@@ -781,42 +794,13 @@ k16_ws(const double* __restrict__ x, const double* __restrict__ Apk, double* spe
                     ar[e] = stage[at];
                     ai[e] = stage[at + n];
                 }
-                const double* xq = stage + 2 * AST + (sw.freq(u) - sw.qlo) * 16 * K;
-                double2 xr[2], xi[2];
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int at = (t * 16 + (g + 8 * h + 2 * t) % 16) * 2;
-                    xr[h] = *reinterpret_cast<const double2*>(xq + at);
-                    xi[h] = *reinterpret_cast<const double2*>(xq + 128 + at);
-                }
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    mma1688(acc[u][h][0], ar, xr[h].x, xr[h].y);
-                    mma1688(acc[u][h][1], ar, xi[h].x, xi[h].y);
-                }
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    mma1688(acc[u][h][0], ai, -xi[h].x, -xi[h].y);
-                    mma1688(acc[u][h][1], ai, xr[h].x, xr[h].y);
-                }
+                tile_product(acc[u], ar, ai, stage + 2 * AST + (sw.freq(u) - sw.qlo) * 16 * K, g, t);
             }
             __syncwarp();
             if (lane == 0 && atomicAdd(done + s, 1u) % WPB == WPB - 1) issue(kk + NS);  // the last warp done
             __syncwarp();  // (mma.sync wants the warp converged)
         }
-#pragma unroll
-        for (int u = 0; u < TPW; ++u) {
-            if (u >= sw.ntiles) continue;
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {  // row rows(u) + g + 8 (e >> 1), right-hand side 8 h + 2 t + (e & 1)
-                    const int i = sw.rows(u) + g + 8 * (e >> 1);
-                    if (i < nd)
-                        Y[((index_t)(2 * sw.freq(u) + odd) * nd + i) * K + 8 * h + 2 * t + (e & 1)] =
-                            make_double2(acc[u][h][0][e], acc[u][h][1][e]);
-                }
-        }
+        store_sums(Y, acc, sw, odd, g, t);
     }
 }
 }  // namespace k16
