@@ -119,6 +119,19 @@ __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned b
                      : "memory");
 }
 
+// The box at (column c0, row r0) of the 2-D tensor map `map` (in global memory) into dst (128-byte aligned), counted
+// by bar.
+__device__ __forceinline__ void tensor_copy(void* dst, const void* map, int c0, int r0, unsigned long long* bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::
+            "r"(smem_addr(dst)),
+        "l"(map), "r"(c0), "r"(r0), "r"(smem_addr(bar))
+        : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
 // The Stockham passes of radices Rs... from NS on, between two buffers; returns the one holding the result.
 template <int M, int NS, int S, int NT, int... Rs> struct Chain {
     static __device__ C* run(C* in, C*, const C*) { return in; }
@@ -554,21 +567,28 @@ template <int N, int NS, int S, int TT, int R, int... Rest> struct ChainWS<N, NS
         return ChainWS<N, NS * R, S, TT, Rest...>::run(out, in, Tp, tid, id);
     }
 };
-// The first pass (radix R, no twiddles) straight from the samples r ((t, s) doubles): series s's point m is
+// Where sample t of series s (parameter pp = s / KR, right-hand side kk = s % KR) lies in a round's raw buffer:
+// (t, s) doubles, or with TMA parameter by parameter, each (t, kk) doubles over RAWP (boxes of 256 time steps).
+template <int N, int S, bool TMA> struct Samples {
+    static constexpr int KR = S / 2, RAWP = (N + 255) / 256 * 256 * KR, SIZE = TMA ? 2 * RAWP : N * S;
+    static __device__ __forceinline__ int at(int s, int t) { return TMA ? s / KR * RAWP + t * KR + s % KR : t * S + s; }
+};
+// The first pass (radix R, no twiddles) straight from the samples r (Samples): series s's point m is
 // x[2m] + i x[2m + 1] (even sweep) or (x[m] - i x[m + M]) w^m (odd sweep, w^m = omega from T).  Its work items
 // run series fastest (s = e % S), so that a warp's reads of the samples are contiguous runs and its stores fall in
 // distinct banks (Row's padding); butterfly fastest, the reads took 7.7 times their ideal wavefronts.
-template <int N, int R, int S, int TT>
+template <int N, int R, int S, int TT, bool TMA>
 __device__ void first_pass_ws(const double* r, C* out, const C* T, bool odd, int tid) {
     constexpr int M = N / 2, nb = M / R, ld = fmv::Row<M, S, C>::ld;
+    typedef Samples<N, S, TMA> X;
     for (int e = tid; e < S * nb; e += TT) {
         const int s = e % S, j = e / S;
         C v[R];
 #pragma unroll
         for (int q = 0; q < R; ++q) {
             const int m = j + q * nb;
-            v[q] = odd ? fmv::cmul(make_double2(r[m * S + s], -r[(m + M) * S + s]), omega<N>(T, m))
-                       : make_double2(r[2 * m * S + s], r[(2 * m + 1) * S + s]);
+            v[q] = odd ? fmv::cmul(make_double2(r[X::at(s, m)], -r[X::at(s, m + M)]), omega<N>(T, m))
+                       : make_double2(r[X::at(s, 2 * m)], r[X::at(s, 2 * m + 1)]);
         }
         fmv::Dft<R, -1>::run(v);
 #pragma unroll
@@ -586,14 +606,16 @@ template <int R, int... Rest> struct First {
 // sides 8 h .. 8 h + 7 (h = b / 4 % 2), so that it stores whole pairs (16 bytes).  A round takes KR = S / 2 of them
 // for both parameters (series s = pp KR + kk: parameter p_pp, right-hand side k0 + kk), the team's rounds of a
 // chunk those of k0 = 8 h + (i TEAMS + team) KR.  The team's round rr (= ch RPC + i) first has its samples x[p_pp,
-// :, k0 .. k0 + KR) copied by cp.async into raw buffer rr % D (doubles, (t, s)), D rounds ahead; its first pass
-// reads them, the other passes run between w0 and w1 (twiddles from Tp), and the post-processing stores the
-// spectra.  Before its first store into a buffer, chunk ch waits until consumed[ch - NB] = G (every block's ring
-// holds chunk ch - NB's spectra); after its last, the team counts itself in ready[ch].
-template <int N, int S, int D, int TEAMS, int TT, int NB, int... Rs>
-__device__ void transforms_ws(const double* __restrict__ x, double* spec, int P, int nchunks, int nm, int team,
-                              C* w0, C* w1, double* raw, const C* T, const C* Tp, unsigned* ready,
-                              const unsigned* consumed, unsigned* watch, int phases) {
+// :, k0 .. k0 + KR) copied into raw buffer rr % D (Samples), D rounds ahead: by cp.async, or with TMA by tensor
+// copies of xmap (x as rows of 16 doubles, boxes of 256 rows by KR) counted by the team's barrier rbar[rr % D].
+// Its first pass reads them, the other passes run between w0 and w1 (twiddles from Tp), and the post-processing
+// stores the spectra.  Before its first store into a buffer, chunk ch waits until consumed[ch - NB] = G (every
+// block's ring holds chunk ch - NB's spectra); after its last, the team counts itself in ready[ch].
+template <int N, int S, int D, int TEAMS, int TT, int NB, bool TMA, int... Rs>
+__device__ void transforms_ws(const double* __restrict__ x, const void* xmap, double* spec, int P, int nchunks, int nm,
+                              int team, C* w0, C* w1, double* raw, unsigned long long* rbar, const C* T, const C* Tp,
+                              unsigned* ready, const unsigned* consumed, unsigned* watch, int phases) {
+    typedef Samples<N, S, TMA> X;
     constexpr int M = N / 2, K = 16, ld = fmv::Row<M, S, C>::ld, KR = S / 2, RPC = 8 / (KR * TEAMS);
     static_assert(S % 2 == 0 && 8 % (KR * TEAMS) == 0 && TT % KR == 0 && (KR == 1 || KR == 2), "sizes");
     const int b = blockIdx.x, G = gridDim.x, nrounds = 2 * nchunks * RPC, tid = threadIdx.x % TT, id = 1 + team;
@@ -604,16 +626,26 @@ __device__ void transforms_ws(const double* __restrict__ x, double* spec, int P,
     asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(keep));
     auto fetch = [&](int rr) {
         const int p0 = rr / RPC % nchunks * P + col;
-        if (rr < nrounds && p0 < nm && !(phases & 32)) {
-            double* dst = raw + (index_t)(rr % D) * N * S;
-            for (int i = tid; i < 2 * N; i += TT) {  // sample t = i / 2 of parameter p0 + 4 (i % 2)
-                const int pp = i % 2;
-                const bool valid = p0 + 4 * pp < nm;
-                const double* src = x + ((index_t)(valid ? p0 + 4 * pp : p0) * N + i / 2) * K + first_k(rr);
-                fmv::cp_async<8 * KR>(dst + (i / 2) * S + pp * KR, src, valid);
-            }
+        double* dst = raw + (index_t)(rr % D) * X::SIZE;
+        if constexpr (TMA) {  // (parameters past nm: zeros, outside the tensor; a round not fetched still arrives)
+            if (rr >= nrounds || tid != 0) return;
+            unsigned long long* bar = rbar + rr % D;
+            if (phases & 32) return mbar_arrive(bar);
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // after the round's reads of the buffer
+            mbar_arrive_expect(bar, (unsigned)(X::SIZE * 8));
+            for (int pp = 0; pp < 2; ++pp)
+                for (int t0 = 0; t0 < N; t0 += 256)
+                    tensor_copy(dst + pp * X::RAWP + t0 * KR, xmap, first_k(rr), (p0 + 4 * pp) * N + t0, bar);
+        } else {
+            if (rr < nrounds && p0 < nm && !(phases & 32))
+                for (int i = tid; i < 2 * N; i += TT) {  // sample t = i / 2 of parameter p0 + 4 (i % 2)
+                    const int pp = i % 2;
+                    const bool valid = p0 + 4 * pp < nm;
+                    const double* src = x + ((index_t)(valid ? p0 + 4 * pp : p0) * N + i / 2) * K + first_k(rr);
+                    fmv::cp_async<8 * KR>(dst + X::at(pp * KR, i / 2), src, valid);
+                }
+            fmv::cp_async_commit();  // (empty past the last round: the groups stay one a round)
         }
-        fmv::cp_async_commit();  // (empty past the last round: the groups stay one a round)
     };
     for (int rr = 0; rr < D; ++rr) fetch(rr);
 #pragma unroll 1
@@ -621,9 +653,13 @@ __device__ void transforms_ws(const double* __restrict__ x, double* spec, int P,
         const int ch = rr / RPC, k0 = first_k(rr);
         const bool odd = ch >= nchunks, live = ch % nchunks * P + col < nm;
         double* sp = spec + ch % NB * bufsize;
-        fmv::cp_async_wait<D - 1>();
+        if constexpr (TMA)
+            mbar_wait_bounded(rbar + rr % D, rr / D & 1, watch, rr);
+        else
+            fmv::cp_async_wait<D - 1>();
         named_barrier<TT>(id);  // every thread's copies of round rr are in
-        if (live) first_pass_ws<N, First<Rs...>::radix, S, TT>(raw + (index_t)(rr % D) * N * S, w0, T, odd, tid);
+        if (live)
+            first_pass_ws<N, First<Rs...>::radix, S, TT, TMA>(raw + (index_t)(rr % D) * X::SIZE, w0, T, odd, tid);
         named_barrier<TT>(id);  // raw buffer rr % D is free
         fetch(rr + D);
         const C* res = live ? First<Rs...>::template rest<N, S, TT>::run(w0, w1, Tp, tid, id) : w0;
@@ -665,7 +701,7 @@ __device__ void transforms_ws(const double* __restrict__ x, double* spec, int P,
             }
         }
     }
-    fmv::cp_async_wait<0>();
+    if constexpr (!TMA) fmv::cp_async_wait<0>();
 }
 
 // Y as k16_fused's with BULK, with the transforms beside the products (warp specialisation): the first TW threads
@@ -679,16 +715,16 @@ __device__ void transforms_ws(const double* __restrict__ x, double* spec, int P,
 // warp past the wait for its last k-step).  phases: 1 transforms, 2 products (without one, the other does not wait
 // for it), 4 and 8 as k16_fused's; 16 the transforms without their stores, 32 without their copies of the samples
 // (both measurements only: the results are wrong).
-// Launch: G <= the multiprocessors blocks of TW + 256 threads, dynamic shared memory (NS STAGE + 32 + TEAMS (2 S ld
-// + D S M) + N / 4 + M) * 16 + 16 NS + 48 bytes, sm_90a; twp pass_twiddles(Rs); spec NB (M + 1) P 32 doubles;
-// sync zero.
+// Launch: G <= the multiprocessors blocks of TW + 256 threads, dynamic shared memory (RING + TEAMS TEAM_SIZE + N / 4
+// + M) * 16 + 16 NS + 8 TEAMS D + 48 bytes, sm_90a; xmap (TMA) the tensor map of x as rows of 16 doubles, boxes of
+// 256 x KR; twp pass_twiddles(Rs); spec NB (M + 1) P 32 doubles; sync zero.
 template <int N, int ND, int NM, int S, int D, int TPW, int XQ, int NS, int AST, int TW, int TEAMS, int RT, int RP,
-          int NB, int... Rs>
+          int NB, bool TMA, int... Rs>
 __global__ void __launch_bounds__(TW + 256, 1)
-k16_ws(const double* __restrict__ x, const double* __restrict__ Apk, double* spec, C* __restrict__ Y,
-       const C* __restrict__ twp, unsigned* sync, int phases) {
+k16_ws(const double* __restrict__ x, const void* xmap, const double* __restrict__ Apk, double* spec,
+       C* __restrict__ Y, const C* __restrict__ twp, unsigned* sync, int phases) {
     constexpr int M = N / 2, K = 16, NP = 256, WPB = NP / 32, ld = fmv::Row<M, S, C>::ld;
-    constexpr int NJ = Sweep<ND, NM>::NJ, STAGE = AST + 8 * XQ * K, RING = NS * STAGE + 32;
+    constexpr int NJ = Sweep<ND, NM>::NJ, STAGE = AST + 8 * XQ * K, RING = (NS * STAGE + 32 + 7) / 8 * 8;
     // (the registers a launch bound of TW + NP threads gives, in all)
     constexpr int POOL = TW == 128 ? 384 * 168 : 65536;
     static_assert(N % 2 == 0 && NS >= 2 && (TW == 128 || TW == 256) && TW % (128 * TEAMS) == 0 &&
@@ -696,13 +732,14 @@ k16_ws(const double* __restrict__ x, const double* __restrict__ Apk, double* spe
     extern __shared__ double2 fmv_smem[];
     C* ring = fmv_smem;
     C* w0 = ring + RING;
-    // each team's buffers (w0, w1, raw: 2 S ld + D S M complex values), then the transforms' twiddles: T (omega's)
-    // and Tp (the passes', twp's M - 1)
-    constexpr int TT = TW / TEAMS, TEAM_SIZE = 2 * S * ld + D * S * M;
+    // each team's buffers (D raw buffers of Samples, w0, w1; 128-byte aligned), then the transforms' twiddles: T
+    // (omega's) and Tp (the passes', twp's M - 1)
+    constexpr int TT = TW / TEAMS, RAW = Samples<N, S, TMA>::SIZE / 2, TEAM_SIZE = (D * RAW + 2 * S * ld + 7) / 8 * 8;
     C* T = w0 + TEAMS * TEAM_SIZE;
     C* Tp = T + N / 4 + 1;
     unsigned long long* full = reinterpret_cast<unsigned long long*>(Tp + M - 1);
-    unsigned* done = reinterpret_cast<unsigned*>(full + NS);
+    unsigned long long* rbar = full + NS;  // TMA: each team's raw buffers' barriers
+    unsigned* done = reinterpret_cast<unsigned*>(rbar + TEAMS * D);
     unsigned* landed = done + NS;  // the warps past the wait for a stage (counting up, WPB a k-step)
     // the block's run of packed A in each sweep, and its frequencies (Sweep's, computed once: its divisions in
     // 64 bits on the way to every copy held the products up)
@@ -725,12 +762,16 @@ k16_ws(const double* __restrict__ x, const double* __restrict__ Apk, double* spe
             T[r] = make_double2(cs, -sn);
         }
         for (int r = threadIdx.x; r < M - 1; r += TW) Tp[r] = twp[r];
+        if (TMA && threadIdx.x == 0) {
+            for (int i = 0; i < TEAMS * D; ++i) mbar_init(rbar + i);
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        }
         named_barrier<TW>(4);
         const int team = threadIdx.x / TT;
         C* const mine = w0 + team * TEAM_SIZE;
-        transforms_ws<N, S, D, TEAMS, TT, NB, Rs...>(x, spec, P, nchunks, NM, team, mine, mine + S * ld,
-                                                     reinterpret_cast<double*>(mine + 2 * S * ld), T, Tp, ready,
-                                                     consumed, watch, phases);
+        transforms_ws<N, S, D, TEAMS, TT, NB, TMA, Rs...>(x, xmap, spec, P, nchunks, NM, team, mine + D * RAW,
+                                                          mine + D * RAW + S * ld, reinterpret_cast<double*>(mine),
+                                                          rbar + team * D, T, Tp, ready, consumed, watch, phases);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(RP));
@@ -888,7 +929,7 @@ class Layout:
     """How the kernels split one size over `blocks` multiprocessors (as their comments say), and their
     instantiations.  Each of k16_ws's `ws` settings (series a round, rounds of samples in flight, stages of its
     ring, threads that transform, teams they form, registers a thread that transforms and that multiplies, chunk
-    buffers) is a kernel of its own,
+    buffers, tensor copies of the samples or not) is a kernel of its own,
     named "ws" with the first, "ws1", "ws2", ... with the others.
 
     Raises SystemExit for a size it does not take: Nt not a multiple of 4, Nt/2 with a prime factor above 5, or more
@@ -896,7 +937,7 @@ class Layout:
     """
 
     def __init__(self, Nt: int, Nd: int, Nm: int, blocks: int, threads: int, series: int, stages: int,
-                 ws: tuple[tuple[int, ...], ...] = ((4, 1, 2, 128, 1, 104, 200, 2), (4, 1, 2, 256, 1, 64, 192, 2))
+                 ws: tuple[tuple[int, ...], ...] = ((4, 1, 2, 128, 1, 104, 200, 2, 1), (4, 1, 2, 256, 1, 64, 192, 2, 1))
                  ) -> None:
         from fftmatvec.backend.gpu import fft_radices
 
@@ -935,10 +976,12 @@ class Layout:
 
         x = 8 * self.block_frequencies * K
         if kernel in self.ws:
-            S, D, NS, TW, TEAMS = self.ws[kernel][:5]
-            M = self.Nt // 2
-            team = 2 * S * fused_row_stride(M, S, 16) + D * S * M
-            return (NS * (self.block_step + x) + 32 + TEAMS * team + self.Nt // 4 + M) * 16 + 16 * NS + 48
+            S, D, NS, TW, TEAMS, *_, TMA = self.ws[kernel]
+            M, up8 = self.Nt // 2, lambda n: -(-n // 8) * 8
+            raw = 2 * math.ceil(self.Nt / 256) * 256 * (S // 2) if TMA else self.Nt * S  # (doubles: Samples::SIZE)
+            team = up8(D * raw // 2 + 2 * S * fused_row_stride(M, S, 16))
+            return ((up8(NS * (self.block_step + x) + 32) + TEAMS * team + self.Nt // 4 + M) * 16 + 16 * NS
+                    + 8 * TEAMS * D + 48)
         transform = 2 * self.series * fused_row_stride(self.Nt // 2, self.series, 16)
         a = self.block_step if kernel == "bulk" else 4 * self.tiles_per_warp * self.threads
         return (max(transform, self.stages * (a + x)) + 32) * 16 + 12 * self.stages
@@ -954,9 +997,10 @@ class Layout:
     def name(self, kernel: str) -> str:
         """The instantiation of KERNELS' `kernel`."""
         if kernel in self.ws:
-            S, D, NS, TW, TEAMS, RT, RP, NB = self.ws[kernel]
+            S, D, NS, TW, TEAMS, RT, RP, NB, TMA = self.ws[kernel]
             return (f"k16::k16_ws<{self.Nt}, {self.Nd}, {self.Nm}, {S}, {D}, {self.ws_tiles_per_warp}, "
                     f"{self.block_frequencies}, {NS}, {self.block_step}, {TW}, {TEAMS}, {RT}, {RP}, {NB}, "
+                    f"{str(bool(TMA)).lower()}, "
                     f"{', '.join(map(str, self.ws_radices))}>")
         bulk = kernel == "bulk"
         return (f"k16::k16_fused<{self.Nt}, {self.Nd}, {self.Nm}, {self.threads}, {self.series}, "
@@ -977,6 +1021,26 @@ class Layout:
         return (*map(self.name, self.labels(which)), self.pack_name, "dmma_rate<8>", "dmma_rate<4>", *reads)
 
 
+def tensor_map(address: int, rows: int, cols: int, box_rows: int, box_cols: int) -> np.ndarray:
+    """The 128-byte tensor map (``CUtensorMap``, through the driver's ``cuTensorMapEncodeTiled``) of a
+    row-major float64 array of ``rows x cols`` at device ``address``, in boxes of ``box_rows x box_cols``,
+    zeros outside it."""
+    import ctypes
+
+    encode = ctypes.CDLL("libcuda.so.1").cuTensorMapEncodeTiled
+    u32, u64 = ctypes.c_uint32, ctypes.c_uint64
+    encode.argtypes = [ctypes.c_void_p, ctypes.c_int, u32, ctypes.c_void_p, ctypes.POINTER(u64), ctypes.POINTER(u64),
+                       ctypes.POINTER(u32), ctypes.POINTER(u32), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    raw = np.zeros(128 + 64, np.uint8)  # the map must be 64-byte aligned
+    start = -raw.ctypes.data % 64
+    float64, none = 8, 0  # CU_TENSOR_MAP_DATA_TYPE_FLOAT64; no interleave, swizzle, L2 promotion; zero fill
+    rc = encode(raw.ctypes.data + start, float64, 2, address, (u64 * 2)(cols, rows), (u64 * 1)(cols * 8),
+                (u32 * 2)(box_cols, box_rows), (u32 * 2)(1, 1), none, none, none, none)
+    if rc != 0:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed (CUresult {rc})")
+    return raw[start:start + 128].copy()
+
+
 def main(argv=None) -> int:
     from gpu_probe import json_lines, size_parser
 
@@ -984,10 +1048,10 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=256, help="threads a block (k16_fused)")
     ap.add_argument("--series", type=int, default=8, choices=(2, 4, 8, 16), help="series a block transforms at once")
     ap.add_argument("--stages", type=int, default=3, help="k-steps in the ring in shared memory")
-    ap.add_argument("--ws", nargs="+", default=["4,1,2,128,1,104,200,2", "4,1,2,256,1,64,192,2"],
+    ap.add_argument("--ws", nargs="+", default=["4,1,2,128,1,104,200,2,1", "4,1,2,256,1,64,192,2,1"],
                     help="k16_ws's settings, each a kernel: series a round, rounds of samples in flight, stages, "
                          "threads that transform, teams they form, registers a thread that transforms and that "
-                         "multiplies, chunk buffers")
+                         "multiplies, chunk buffers, whether tensor copies bring the samples (1) or cp.async (0)")
     ap.add_argument("--phases", default=",".join(PHASES),
                     help="which kernels to time, of " + ",".join(PHASES) + " (and for k16_ws " + ",".join(WS_PHASES)
                     + ")")
@@ -1038,6 +1102,9 @@ def main(argv=None) -> int:
     Yhat = cp.zeros((Nt + 1, Nd, K), np.complex128)
     y = cp.empty((Nd, Nt, K), np.float64)
     sink = cp.empty(blocks * 16, np.float64)
+    # k16_ws's samples as a tensor: rows of 16 doubles (a parameter's time step), boxes of 256 rows by S / 2 columns
+    xmaps = {kernel: cp.asarray(tensor_map(xK.data.ptr, Nm * Nt, K, 256, setting[0] // 2))
+             for kernel, setting in lay.ws.items() if kernel in names}
     sync = device.synchronize
     packed = None
     if any(kernel != "rows" for kernel in names):  # every entry written once: none left NaN
@@ -1048,10 +1115,11 @@ def main(argv=None) -> int:
 
     def fused(kernel: str, phases: int = 3):
         count.fill(0)
-        tables = (twp_ws,) if kernel in lay.ws else (twp, twl, two)  # (k16_ws makes the others)
-        fns[kernel]((blocks,), (lay.launch_threads(kernel),),
-                    (xK, Fhat if kernel == "rows" else packed, spec, Yhat, *tables, count, np.int32(phases)),
-                    shared_mem=lay.shared_bytes(kernel))
+        if kernel in lay.ws:  # (k16_ws makes its other tables)
+            args = (xK, xmaps[kernel], packed, spec, Yhat, twp_ws, count, np.int32(phases))
+        else:
+            args = (xK, Fhat if kernel == "rows" else packed, spec, Yhat, twp, twl, two, count, np.int32(phases))
+        fns[kernel]((blocks,), (lay.launch_threads(kernel),), args, shared_mem=lay.shared_bytes(kernel))
         be.irfft_unpad(Yhat, y, np.float64)
 
     y_ref = op.matvec(xK)
