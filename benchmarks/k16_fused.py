@@ -601,27 +601,29 @@ template <int R, int... Rest> struct First {
 };
 
 // One team of k16_ws's transforms (team of TEAMS, TT threads each, named barrier 1 + team): the spectra of chunk
-// ch = odd nchunks + c at the sweep's frequencies (as transform's) into spec buffer ch % NB.  Block b takes the two
-// parameters whose spectra share spec_at's pairs, p0 = c P + 8 (b / 8) + b % 4 and p1 = p0 + 4, and the right-hand
-// sides 8 h .. 8 h + 7 (h = b / 4 % 2), so that it stores whole pairs (16 bytes).  A round takes KR = S / 2 of them
-// for both parameters (series s = pp KR + kk: parameter p_pp, right-hand side k0 + kk), the team's rounds of a
-// chunk those of k0 = 8 h + (i TEAMS + team) KR.  The team's round rr (= ch RPC + i) first has its samples x[p_pp,
+// ch = odd nchunks + c (P = 8 CK parameters, CK k-steps) at the sweep's frequencies (as transform's) into spec buffer
+// ch % NB, by blocks b < 128.  Block b takes the two parameters whose spectra share spec_at's pairs, p0 = c P + 8 (b
+// / BG) + b % 4 and p1 = p0 + 4 (BG = 128 / CK blocks a group of 8 parameters), and the CK / 2 right-hand sides from
+// h CK / 2 (h = b / 4 % (BG / 4)), so that it stores whole pairs (16 bytes).  A round takes KR = S / 2 of them for
+// both parameters (series s = pp KR + kk: parameter p_pp, right-hand side k0 + kk), the team's rounds of a chunk
+// those of k0 = h CK / 2 + (i TEAMS + team) KR.  The team's round rr (= ch RPC + i) first has its samples x[p_pp,
 // :, k0 .. k0 + KR) copied into raw buffer rr % D (Samples), D rounds ahead: by cp.async, or with TMA by tensor
 // copies of xmap (x as rows of 16 doubles, boxes of 256 rows by KR) counted by the team's barrier rbar[rr % D].
 // Its first pass reads them, the other passes run between w0 and w1 (twiddles from Tp), and the post-processing
 // stores the spectra.  Before its first store into a buffer, chunk ch waits until consumed[ch - NB] = G (every
 // block's ring holds chunk ch - NB's spectra); after its last, the team counts itself in ready[ch].
-template <int N, int S, int D, int TEAMS, int TT, int NB, bool TMA, int... Rs>
+template <int N, int S, int D, int TEAMS, int TT, int NB, bool TMA, int CK, int... Rs>
 __device__ void transforms_ws(const double* __restrict__ x, const void* xmap, double* spec, int P, int nchunks, int nm,
                               int team, C* w0, C* w1, double* raw, unsigned long long* rbar, const C* T, const C* Tp,
                               unsigned* ready, const unsigned* consumed, unsigned* watch, int phases) {
     typedef Samples<N, S, TMA> X;
-    constexpr int M = N / 2, K = 16, ld = fmv::Row<M, S, C>::ld, KR = S / 2, RPC = 8 / (KR * TEAMS);
-    static_assert(S % 2 == 0 && 8 % (KR * TEAMS) == 0 && TT % KR == 0 && (KR == 1 || KR == 2), "sizes");
+    constexpr int M = N / 2, K = 16, ld = fmv::Row<M, S, C>::ld, KR = S / 2, BG = 128 / CK, RPC = CK / 2 / (KR * TEAMS);
+    static_assert(S % 2 == 0 && (CK / 2) % (KR * TEAMS) == 0 && TT % KR == 0 && (KR == 1 || KR == 2) && BG >= 4,
+                  "sizes");
     const int b = blockIdx.x, G = gridDim.x, nrounds = 2 * nchunks * RPC, tid = threadIdx.x % TT, id = 1 + team;
-    const int col = 8 * (b / 8) + b % 4;  // p0's column in the chunk
+    const int col = 8 * (b / BG) + b % 4;  // p0's column in the chunk
     const index_t bufsize = (index_t)(M + 1) * P * 2 * K;
-    auto first_k = [&](int rr) { return 8 * (b / 4 % 2) + (rr % RPC * TEAMS + team) * KR; };
+    auto first_k = [&](int rr) { return CK / 2 * (b / 4 % (BG / 4)) + (rr % RPC * TEAMS + team) * KR; };
     unsigned long long keep;  // the spectra's stores stay in the L2 while Fhat's stream passes
     asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(keep));
     auto fetch = [&](int rr) {
@@ -710,16 +712,17 @@ __device__ void transforms_ws(const double* __restrict__ x, const void* xmap, do
 // setmaxnreg moves them from the warpgroups that transform to those that multiply (TW RT + 256 RP <= what the bound
 // gives in all).  The products are k16_fused's with BULK (Sweep with 8 warps a block) as one stream of k-steps over
 // both sweeps (kk = odd NJ + J), copied NS ahead by the last warp done with a stage, whose copies of chunk ch's
-// spectra wait for ready[ch] = TEAMS P.  sync (4 nchunks + 5, zero; the last 5 the waits' watch): ready[ch] (sync[ch]),
+// spectra wait for ready[ch] = 128 TEAMS.  Chunks of P = 8 CK parameters.  sync (4 nchunks + 5, zero; the last 5 the
+// waits' watch): ready[ch] (sync[ch]),
 // consumed[ch] (sync[2 nchunks + ch]: the blocks whose ring has all of chunk ch's spectra, counted by the first
 // warp past the wait for its last k-step).  phases: 1 transforms, 2 products (without one, the other does not wait
 // for it), 4 and 8 as k16_fused's; 16 the transforms without their stores, 32 without their copies of the samples
 // (both measurements only: the results are wrong).
-// Launch: G <= the multiprocessors blocks of TW + 256 threads, dynamic shared memory (RING + TEAMS TEAM_SIZE + N / 4
-// + M) * 16 + 16 NS + 8 TEAMS D + 48 bytes, sm_90a; xmap (TMA) the tensor map of x as rows of 16 doubles, boxes of
-// 256 x KR; twp pass_twiddles(Rs); spec NB (M + 1) P 32 doubles; sync zero.
+// Launch: 128 <= G <= the multiprocessors blocks of TW + 256 threads, dynamic shared memory (RING + TEAMS TEAM_SIZE +
+// N / 4 + M) * 16 + 16 NS + 8 TEAMS D + 48 bytes, sm_90a; xmap (TMA) the tensor map of x as rows of 16 doubles,
+// boxes of 256 x KR; twp pass_twiddles(Rs); spec NB (M + 1) P 32 doubles; sync zero.
 template <int N, int ND, int NM, int S, int D, int TPW, int XQ, int NS, int AST, int TW, int TEAMS, int RT, int RP,
-          int NB, bool TMA, int... Rs>
+          int NB, bool TMA, int CK, int... Rs>
 __global__ void __launch_bounds__(TW + 256, 1)
 k16_ws(const double* __restrict__ x, const void* xmap, const double* __restrict__ Apk, double* spec,
        C* __restrict__ Y, const C* __restrict__ twp, unsigned* sync, int phases) {
@@ -747,7 +750,7 @@ k16_ws(const double* __restrict__ x, const void* xmap, const double* __restrict_
         long long base, step;
         int qlo, nq;
     }* runs = reinterpret_cast<BlockRun*>(landed + NS);
-    const int G = gridDim.x, P = G / 8 * 8, b = blockIdx.x, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int G = gridDim.x, P = 8 * CK, b = blockIdx.x, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int nchunks = (NM + P - 1) / P;
     const index_t bufsize = (index_t)(M + 1) * P * 2 * K;
     unsigned* ready = sync;
@@ -755,7 +758,7 @@ k16_ws(const double* __restrict__ x, const void* xmap, const double* __restrict_
     unsigned* watch = sync + 4 * nchunks;
     if (threadIdx.x < TW) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(RT));
-        if (!(phases & 1) || b >= P) return;
+        if (!(phases & 1) || b >= 128) return;
         for (int r = threadIdx.x; r <= N / 4; r += TW) {
             double sn, cs;
             sincospi((double)r / N, &sn, &cs);
@@ -769,7 +772,7 @@ k16_ws(const double* __restrict__ x, const void* xmap, const double* __restrict_
         named_barrier<TW>(4);
         const int team = threadIdx.x / TT;
         C* const mine = w0 + team * TEAM_SIZE;
-        transforms_ws<N, S, D, TEAMS, TT, NB, TMA, Rs...>(x, xmap, spec, P, nchunks, NM, team, mine + D * RAW,
+        transforms_ws<N, S, D, TEAMS, TT, NB, TMA, CK, Rs...>(x, xmap, spec, P, nchunks, NM, team, mine + D * RAW,
                                                           mine + D * RAW + S * ld, reinterpret_cast<double*>(mine),
                                                           rbar + team * D, T, Tp, ready, consumed, watch, phases);
         return;
@@ -785,7 +788,7 @@ k16_ws(const double* __restrict__ x, const void* xmap, const double* __restrict_
         const BlockRun blk = runs[odd];
         C* const stage = ring + kk % NS * STAGE;
         unsigned long long* bar = full + kk % NS;
-        if (phases & 1) wait_count(ready, ch, P * TEAMS, watch, 2);
+        if (phases & 1) wait_count(ready, ch, 128 * TEAMS, watch, 2);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // after the ring's last reads
         mbar_arrive_expect(bar, (unsigned)(8 * blk.step + blk.nq * 8 * K * 16));
         bulk_copy(stage, Apk + blk.base + J * blk.step, (unsigned)(8 * blk.step), bar, true);
@@ -929,7 +932,7 @@ class Layout:
     """How the kernels split one size over `blocks` multiprocessors (as their comments say), and their
     instantiations.  Each of k16_ws's `ws` settings (series a round, rounds of samples in flight, stages of its
     ring, threads that transform, teams they form, registers a thread that transforms and that multiplies, chunk
-    buffers, tensor copies of the samples or not) is a kernel of its own,
+    buffers, tensor copies of the samples or not, k-steps a chunk) is a kernel of its own,
     named "ws" with the first, "ws1", "ws2", ... with the others.
 
     Raises SystemExit for a size it does not take: Nt not a multiple of 4, Nt/2 with a prime factor above 5, or more
@@ -937,7 +940,8 @@ class Layout:
     """
 
     def __init__(self, Nt: int, Nd: int, Nm: int, blocks: int, threads: int, series: int, stages: int,
-                 ws: tuple[tuple[int, ...], ...] = ((4, 1, 2, 128, 1, 104, 200, 2, 1), (4, 1, 2, 256, 1, 64, 192, 2, 1))
+                 ws: tuple[tuple[int, ...], ...] = ((4, 1, 2, 256, 1, 64, 192, 2, 1, 8),
+                                                    (4, 1, 2, 128, 1, 104, 200, 2, 1, 16))
                  ) -> None:
         from fftmatvec.backend.gpu import fft_radices
 
@@ -976,7 +980,7 @@ class Layout:
 
         x = 8 * self.block_frequencies * K
         if kernel in self.ws:
-            S, D, NS, TW, TEAMS, *_, TMA = self.ws[kernel]
+            S, D, NS, TW, TEAMS, *_, TMA, CK = self.ws[kernel]
             M, up8 = self.Nt // 2, lambda n: -(-n // 8) * 8
             raw = 2 * math.ceil(self.Nt / 256) * 256 * (S // 2) if TMA else self.Nt * S  # (doubles: Samples::SIZE)
             team = up8(D * raw // 2 + 2 * S * fused_row_stride(M, S, 16))
@@ -997,10 +1001,10 @@ class Layout:
     def name(self, kernel: str) -> str:
         """The instantiation of KERNELS' `kernel`."""
         if kernel in self.ws:
-            S, D, NS, TW, TEAMS, RT, RP, NB, TMA = self.ws[kernel]
+            S, D, NS, TW, TEAMS, RT, RP, NB, TMA, CK = self.ws[kernel]
             return (f"k16::k16_ws<{self.Nt}, {self.Nd}, {self.Nm}, {S}, {D}, {self.ws_tiles_per_warp}, "
                     f"{self.block_frequencies}, {NS}, {self.block_step}, {TW}, {TEAMS}, {RT}, {RP}, {NB}, "
-                    f"{str(bool(TMA)).lower()}, "
+                    f"{str(bool(TMA)).lower()}, {CK}, "
                     f"{', '.join(map(str, self.ws_radices))}>")
         bulk = kernel == "bulk"
         return (f"k16::k16_fused<{self.Nt}, {self.Nd}, {self.Nm}, {self.threads}, {self.series}, "
@@ -1048,10 +1052,11 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=256, help="threads a block (k16_fused)")
     ap.add_argument("--series", type=int, default=8, choices=(2, 4, 8, 16), help="series a block transforms at once")
     ap.add_argument("--stages", type=int, default=3, help="k-steps in the ring in shared memory")
-    ap.add_argument("--ws", nargs="+", default=["4,1,2,128,1,104,200,2,1", "4,1,2,256,1,64,192,2,1"],
+    ap.add_argument("--ws", nargs="+", default=["4,1,2,256,1,64,192,2,1,8", "4,1,2,128,1,104,200,2,1,16"],
                     help="k16_ws's settings, each a kernel: series a round, rounds of samples in flight, stages, "
                          "threads that transform, teams they form, registers a thread that transforms and that "
-                         "multiplies, chunk buffers, whether tensor copies bring the samples (1) or cp.async (0)")
+                         "multiplies, chunk buffers, whether tensor copies bring the samples (1) or cp.async (0), "
+                         "k-steps a chunk")
     ap.add_argument("--phases", default=",".join(PHASES),
                     help="which kernels to time, of " + ",".join(PHASES) + " (and for k16_ws " + ",".join(WS_PHASES)
                     + ")")
@@ -1098,7 +1103,8 @@ def main(argv=None) -> int:
     two = cp.asarray(np.exp(-1j * np.pi * np.arange(M) / Nt))
     buffers = max([2] + [setting[7] for setting in lay.ws.values()])  # chunk buffers (k16_fused uses 2)
     spec = cp.zeros((buffers, M + 1, blocks, K), np.complex128)
-    count = cp.zeros(4 * math.ceil(Nm / (blocks // 8 * 8)) + 5, np.uint32)  # (k16_fused uses the first)
+    chunk = min([blocks // 8 * 8] + [8 * setting[9] for setting in lay.ws.values()])  # the fewest parameters a chunk
+    count = cp.zeros(4 * math.ceil(Nm / chunk) + 5, np.uint32)  # (k16_fused uses the first)
     Yhat = cp.zeros((Nt + 1, Nd, K), np.complex128)
     y = cp.empty((Nd, Nt, K), np.float64)
     sink = cp.empty(blocks * 16, np.float64)
