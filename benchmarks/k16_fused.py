@@ -2,7 +2,7 @@
 complex128 (`ddddd`): the one kind of design whose bytes fit the issue's
 `K = 16` target (benchmarks/k16_bound.py, docs/gpu.md "K = 16").  An
 experiment, not the engine's product: it is correct, and slower than the
-engine (docs/gpu-kernels.md, stops 39 to 41).
+engine (docs/gpu-kernels.md, stops 39 to 42).
 
     python benchmarks/k16_fused.py --out benchmarks/results/h200-k16-fused.jsonl
 
@@ -58,10 +58,15 @@ its products (``transform``), its barriers alone (``barriers``), its
 products' copies without their arithmetic (``copies``) and their arithmetic
 without the copies (``math``); for ``ws`` also its transforms without their
 stores (``unstored``), without their copies of the samples (``unfetched``)
-and without either (``computed``).  Two more measurements say what bounds
-the products: ``dmma_rate`` (the float64 tensor cores' rate on values in
-registers) and ``rows_read`` (`Fhat` read by plain loads in the products'
-order of rows, with several amounts of loads in flight).
+and without either (``computed``); its transforms beside the products'
+copies alone (``with_copies``) or beside their arithmetic alone
+(``with_math``); and its products beside the transforms without their
+stores, without their copies of the samples or without either
+(``with_unstored``, ``with_unfetched``, ``with_computed``).  Two more
+measurements say what bounds the products: ``dmma_rate`` (the float64
+tensor cores' rate on values in registers, in three shapes) and
+``rows_read`` (`Fhat` read by plain loads in the products' order of rows,
+with several amounts of loads in flight).
 """
 from __future__ import annotations
 
@@ -80,6 +85,22 @@ __device__ __forceinline__ void mma1688(double (&d)[4], const double (&a)[4], do
     asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
         : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
         : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b0), "d"(b1));
+}
+// d += a b for one 16 x 8 x 4 tile (a0 = A[g][t], a1 = A[g + 8][t], b = B[t][g], d as mma1688's; sm_90)
+__device__ __forceinline__ void mma1684(double (&d)[4], double a0, double a1, double b) {
+    asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+        : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+        : "d"(a0), "d"(a1), "d"(b));
+}
+// d += a b for one 16 x 8 x 8 tile as mma1688, in one product or (K4) as two of 16 x 8 x 4, which hold the float64
+// pipe half as long each
+template <bool K4> __device__ __forceinline__ void mma_k8(double (&d)[4], const double (&a)[4], double b0, double b1) {
+    if constexpr (K4) {
+        mma1684(d, a[0], a[1], b0);
+        mma1684(d, a[2], a[3], b1);
+    } else {
+        mma1688(d, a, b0, b1);
+    }
 }
 // d += a b for one 8 x 8 x 4 tile (a = A[g][t], b = B[t][g], d[e] = C[g][2 t + e]): only dmma_rate uses it
 __device__ __forceinline__ void mma884(double (&d)[2], double a, double b) {
@@ -117,6 +138,11 @@ __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned b
         asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
                          smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar))
                      : "memory");
+}
+
+// The L2 fetches `bytes` (a multiple of 16) at src (16-byte aligned), ahead of a bulk copy of them
+__device__ __forceinline__ void prefetch_l2(const void* src, unsigned bytes) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
 }
 
 // The box at (column c0, row r0) of the 2-D tensor map `map` (in global memory) into dst (128-byte aligned), counted
@@ -234,13 +260,13 @@ __device__ void transform(const double* __restrict__ x, double* sp, int P, C* bu
 // Fhat packed for the products (k16_pack), in doubles: sweep by sweep (the even one first), block by block,
 // k-step by k-step (columns 8 J .. 8 J + 7, NJ = ceil(NM / 8) of them, columns past NM zero), the block's tiles in
 // order; a tile's fragment elements e = 0..3 (mma1688's a[e]) in turn, each the real parts of its valid lanes
-// then their imaginary parts.  The lanes whose row is valid are a prefix of the warp: n(e) of them.  A block's
-// k-step is one contiguous run of `step` doubles, and its k-steps follow each other.
+// then their imaginary parts.  The lanes whose row is valid are a prefix of the warp: element_span of them.  A
+// block's k-step is one contiguous run of `step` doubles, and its k-steps follow each other.
 template <int ND, int NM> struct Sweep {
     static constexpr int rt = (ND + 15) / 16, NJ = (NM + 7) / 8;
-    int tile0, ntiles, qa, ra, us, qb, qlo, nq, lane;  // qlo .. qlo + nq - 1: the block's frequencies
+    int tile0, ntiles, qa, ra, us, qb, qlo, nq;  // qlo .. qlo + nq - 1: the block's frequencies
     long long r0, block_base, step;  // the block's rows before its tiles; its run of k-step J: block_base + J step
-    __device__ Sweep(int odd, int M, int G, int WPB, int b, int warp, int lane_) : lane(lane_) {
+    __device__ Sweep(int odd, int M, int G, int WPB, int b, int warp) {
         const long long T = (long long)(odd ? M : M + 1) * rt, W = (long long)G * WPB, gw = (long long)b * WPB + warp;
         tile0 = (int)(gw * T / W);
         ntiles = (int)((gw + 1) * T / W) - tile0;
@@ -259,37 +285,52 @@ template <int ND, int NM> struct Sweep {
     __device__ static long long rows_before(int tau) { return (long long)(tau / rt) * ND + min(ND, 16 * (tau % rt)); }
     __device__ int rows(int u) const { return u < us ? ra + 16 * u : 16 * (u - us); }
     __device__ int freq(int u) const { return u < us ? qa : qb; }
-    // this lane's element e of tile u within its block's k-step: the offset of its real part, and the count n(e)
-    // that separates it from its imaginary part (valid when its row is)
-    __device__ int local(int u, int e, int& n) const {
-        const int tau = tile0 + u, v = min(16, ND - 16 * (tau % rt)), lo = 4 * min(v, 8), hi = 4 * max(0, v - 8);
-        n = e & 1 ? hi : lo;
-        return (int)(16 * (rows_before(tau) - r0)) + (e >> 1) * 2 * (lo + hi) + (e & 1) * 2 * lo + lane;
-    }
+    // where tile u's run starts within the block's k-step
+    __device__ int tile_at(int u) const { return (int)(16 * (rows_before(tile0 + u) - r0)); }
+    // the valid rows of tile u: 16, or ND % 16 for the last tile of a frequency
+    __device__ int tile_rows(int u) const { return min(16, ND - 16 * ((tile0 + u) % rt)); }
 };
+// Fragment element e of a tile with v valid rows, in the tile's run: the lane's real part at element_at(v, e) +
+// lane, its imaginary part element_span(v, e) further (the lanes of valid rows: valid when the lane's row is)
+__device__ constexpr int element_span(int v, int e) { return e & 1 ? 4 * (v > 8 ? v - 8 : 0) : 4 * (v < 8 ? v : 8); }
+__device__ constexpr int element_at(int v, int e) {
+    return (e >> 1) * 2 * (element_span(v, 0) + element_span(v, 1)) + (e & 1) * 2 * element_span(v, 0);
+}
+// The lane's fragments of a tile of V valid rows whose run (the lane's part of it) starts at a: A's real parts ar
+// and imaginary parts ai, mma1688's a.  An invalid row's lanes read what the sums of that row only get.
+template <int V> __device__ __forceinline__ void load_fragments(const double* a, double (&ar)[4], double (&ai)[4]) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        ar[e] = a[element_at(V, e)];
+        ai[e] = a[element_at(V, e) + element_span(V, e)];
+    }
+}
+// Where the lane's pair of right-hand side g + 8 h (columns t and t + 4) lies in a frequency's plane of X
+// (spec_at's layout)
+__device__ __forceinline__ int x_lane(int g, int t, int h) { return (t * 16 + (g + 8 * h + 2 * t) % 16) * 2; }
 
 // acc += A X for one tile of the warp at one k-step, from the lane's fragments ar, ai (A's real and imaginary
-// parts, mma1688's a) and xq (the tile's frequency's plane pairs of X, spec_at's layout: right-hand side g + 8 h,
-// columns t and t + 4): Re += Ar Xr - Ai Xi, Im += Ar Xi + Ai Xr, the four products with Ar first, then those with
-// Ai (a product waits for the one before it on the same sums).
+// parts, mma1688's a) and its pairs of X in the tile's frequency's real plane, x[h] (x_lane's; the imaginary plane
+// 128 doubles on): Re += Ar Xr - Ai Xi, Im += Ar Xi + Ai Xr, the four products with Ar first, then those with Ai
+// (a product waits for the one before it on the same sums), each by mma_k8<K4>.
+template <bool K4>
 __device__ __forceinline__ void tile_product(double (&acc)[2][2][4], const double (&ar)[4], const double (&ai)[4],
-                                             const double* xq, int g, int t) {
+                                             const double* const (&x)[2]) {
     double2 xr[2], xi[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        const int at = (t * 16 + (g + 8 * h + 2 * t) % 16) * 2;
-        xr[h] = *reinterpret_cast<const double2*>(xq + at);
-        xi[h] = *reinterpret_cast<const double2*>(xq + 128 + at);
+        xr[h] = *reinterpret_cast<const double2*>(x[h]);
+        xi[h] = *reinterpret_cast<const double2*>(x[h] + 128);
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        mma1688(acc[h][0], ar, xr[h].x, xr[h].y);
-        mma1688(acc[h][1], ar, xi[h].x, xi[h].y);
+        mma_k8<K4>(acc[h][0], ar, xr[h].x, xr[h].y);
+        mma_k8<K4>(acc[h][1], ar, xi[h].x, xi[h].y);
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        mma1688(acc[h][0], ai, -xi[h].x, -xi[h].y);
-        mma1688(acc[h][1], ai, xr[h].x, xr[h].y);
+        mma_k8<K4>(acc[h][0], ai, -xi[h].x, -xi[h].y);
+        mma_k8<K4>(acc[h][1], ai, xr[h].x, xr[h].y);
     }
 }
 // The warp's sums of one sweep into Y (N + 1, ND, 16): tile u's lane holds rows rows(u) + g + 8 (e >> 1), right-hand
@@ -319,14 +360,14 @@ __global__ void __launch_bounds__(NT) k16_pack(const C* __restrict__ A, double* 
     constexpr int WPB = NT / 32;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     for (int odd = 0; odd < 2; ++odd) {
-        const Sweep<ND, NM> sw(odd, N / 2, gridDim.x, WPB, blockIdx.x, threadIdx.x >> 5, lane);
+        const Sweep<ND, NM> sw(odd, N / 2, gridDim.x, WPB, blockIdx.x, threadIdx.x >> 5);
         for (int J = 0; J < Sweep<ND, NM>::NJ; ++J)
             for (int u = 0; u < sw.ntiles; ++u)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
-                    const int i = sw.rows(u) + g + 8 * (e & 1), j = 8 * J + t + 4 * (e >> 1);
-                    int n;
-                    double* dst = P + sw.block_base + J * sw.step + sw.local(u, e, n);
+                    const int i = sw.rows(u) + g + 8 * (e & 1), j = 8 * J + t + 4 * (e >> 1), v = sw.tile_rows(u);
+                    const int n = element_span(v, e);
+                    double* dst = P + sw.block_base + J * sw.step + sw.tile_at(u) + element_at(v, e) + lane;
                     if (i < ND) {
                         const C a = j < NM ? A[((index_t)(2 * sw.freq(u) + odd) * ND + i) * NM + j] : fmv::czero<C>();
                         dst[0] = a.x;
@@ -383,7 +424,7 @@ k16_fused(const double* __restrict__ x, const void* __restrict__ Fhat, double* s
     unsigned target = 0;
     int step = 0, kbase = 0;  // chunks and k-steps done
     for (int odd = 0; odd < 2; ++odd) {
-        const Sweep<ND, NM> sw(odd, M, G, WPB, b, threadIdx.x >> 5, lane);
+        const Sweep<ND, NM> sw(odd, M, G, WPB, b, threadIdx.x >> 5);
         const int ntiles = sw.ntiles, qlo = sw.qlo, nq = sw.nq;
         // A's rows of tile u, for the lane (rows(u) + g, + 8 NM for the other 8): pa or pb + 16 u NM
         const C* pa = A + ((index_t)(2 * sw.qa + odd) * nd + sw.ra + g) * NM;
@@ -456,17 +497,17 @@ k16_fused(const double* __restrict__ x, const void* __restrict__ Fhat, double* s
 #pragma unroll
                     for (int e = 0; e < 4; ++e) {
                         if constexpr (BULK) {  // an invalid row's lanes read what the sums of that row only get
-                            int n;
-                            const int at = sw.local(u, e, n);
+                            const int v = sw.tile_rows(u), at = sw.tile_at(u) + element_at(v, e) + lane;
                             ar[e] = stage_d[at];
-                            ai[e] = stage_d[at + n];
+                            ai[e] = stage_d[at + element_span(v, e)];
                         } else {
                             const C a = stage[(4 * u + e) * NT + threadIdx.x];
                             ar[e] = a.x;
                             ai[e] = a.y;
                         }
                     }
-                    tile_product(acc[u], ar, ai, stage_d + 2 * AS + (sw.freq(u) - qlo) * 16 * K, g, t);
+                    const double* xq = stage_d + 2 * AS + (sw.freq(u) - qlo) * 16 * K;
+                    tile_product<false>(acc[u], ar, ai, {xq + x_lane(g, t, 0), xq + x_lane(g, t, 1)});
                 }
                 if constexpr (BULK) {  // the last warp done with step j refills its stage with step j + NS
                     __syncwarp();
@@ -665,7 +706,7 @@ __device__ void transforms_ws(const double* __restrict__ x, const void* xmap, do
         named_barrier<TT>(id);  // raw buffer rr % D is free
         fetch(rr + D);
         const C* res = live ? First<Rs...>::template rest<N, S, TT>::run(w0, w1, Tp, tid, id) : w0;
-        if (rr % RPC == 0 && ch >= NB && (phases & 2) && tid == 0) wait_count(consumed, ch - NB, G, watch, 1);
+        if (rr % RPC == 0 && ch >= NB && (phases & 10) == 2 && tid == 0) wait_count(consumed, ch - NB, G, watch, 1);
         named_barrier<TT>(id);
         if (live) {  // the thread's right-hand side k0 + kk, frequencies q = tid / KR, + TT / KR, ...: both
             // parameters' values (series kk and KR + kk) make one pair, and spec_at steps by a stride
@@ -712,17 +753,18 @@ __device__ void transforms_ws(const double* __restrict__ x, const void* xmap, do
 // setmaxnreg moves them from the warpgroups that transform to those that multiply (TW RT + 256 RP <= what the bound
 // gives in all).  The products are k16_fused's with BULK (Sweep with 8 warps a block) as one stream of k-steps over
 // both sweeps (kk = odd NJ + J), copied NS ahead by the last warp done with a stage, whose copies of chunk ch's
-// spectra wait for ready[ch] = 128 TEAMS.  Chunks of P = 8 CK parameters.  sync (4 nchunks + 5, zero; the last 5 the
-// waits' watch): ready[ch] (sync[ch]),
-// consumed[ch] (sync[2 nchunks + ch]: the blocks whose ring has all of chunk ch's spectra, counted by the first
-// warp past the wait for its last k-step).  phases: 1 transforms, 2 products (without one, the other does not wait
-// for it), 4 and 8 as k16_fused's; 16 the transforms without their stores, 32 without their copies of the samples
-// (both measurements only: the results are wrong).
+// spectra wait for ready[ch] = 128 TEAMS; with PF > 0 each copy of A also has the L2 fetch the run PF k-steps
+// after it; with K4 the tile products are pairs of 16 x 8 x 4 ones.  Chunks of P = 8 CK parameters.  sync (4 nchunks
+// + 5, zero; the last 5 the waits' watch): ready[ch] (sync[ch]), consumed[ch] (sync[2 nchunks + ch]: the blocks
+// whose ring has all of chunk ch's spectra, counted by the first warp past the wait for its last k-step).  phases:
+// 1 transforms, 2 products (without one, the other does not wait for it; nor do the transforms wait for products
+// without copies, 8), 4 and 8 as k16_fused's; 16 the transforms without their stores, 32 without their copies of
+// the samples (both measurements only: the results are wrong).
 // Launch: 128 <= G <= the multiprocessors blocks of TW + 256 threads, dynamic shared memory (RING + TEAMS TEAM_SIZE +
 // N / 4 + M) * 16 + 16 NS + 8 TEAMS D + 48 bytes, sm_90a; xmap (TMA) the tensor map of x as rows of 16 doubles,
 // boxes of 256 x KR; twp pass_twiddles(Rs); spec NB (M + 1) P 32 doubles; sync zero.
 template <int N, int ND, int NM, int S, int D, int TPW, int XQ, int NS, int AST, int TW, int TEAMS, int RT, int RP,
-          int NB, bool TMA, int CK, int... Rs>
+          int NB, bool TMA, int CK, int PF, bool K4, int... Rs>
 __global__ void __launch_bounds__(TW + 256, 1)
 k16_ws(const double* __restrict__ x, const void* xmap, const double* __restrict__ Apk, double* spec,
        C* __restrict__ Y, const C* __restrict__ twp, unsigned* sync, int phases) {
@@ -784,6 +826,10 @@ k16_ws(const double* __restrict__ x, const void* xmap, const double* __restrict_
     // k-step kk's copies into stage kk % NS, by one thread: the block's run of packed A and its frequencies' spectra
     auto issue = [&](int kk) {
         if (kk >= 2 * NJ || !copies) return;
+        if (PF > 0 && kk + PF < 2 * NJ) {  // k-step kk + PF's run of A into the L2, PF copies ahead
+            const BlockRun ahead = runs[(kk + PF) / NJ];
+            prefetch_l2(Apk + ahead.base + (kk + PF) % NJ * ahead.step, (unsigned)(8 * ahead.step));
+        }
         const int odd = kk / NJ, J = kk % NJ, ch = odd * nchunks + J / (P / 8);
         const BlockRun blk = runs[odd];
         C* const stage = ring + kk % NS * STAGE;
@@ -799,7 +845,7 @@ k16_ws(const double* __restrict__ x, const void* xmap, const double* __restrict_
     };
     if (pt == 0) {
         for (int odd = 0; odd < 2; ++odd) {
-            const Sweep<ND, NM> blk(odd, M, G, WPB, b, 0, 0);
+            const Sweep<ND, NM> blk(odd, M, G, WPB, b, 0);
             runs[odd] = {blk.block_base, blk.step, blk.qlo, blk.nq};
         }
         for (int s = 0; s < NS; ++s) {
@@ -811,7 +857,23 @@ k16_ws(const double* __restrict__ x, const void* xmap, const double* __restrict_
     }
     named_barrier<NP>(3);  // (the products' threads alone) the barriers are ready
     for (int odd = 0; odd < 2; ++odd) {
-        const Sweep<ND, NM> sw(odd, M, G, WPB, b, warp, lane);
+        const Sweep<ND, NM> sw(odd, M, G, WPB, b, warp);
+        // where the lane's operands of tile u lie in every stage, computed once (Sweep's arithmetic at every k-step
+        // took as many instructions as the products): its part of A's run a_at[u] doubles in (of tile_rows 16, or
+        // ND % 16 where partial's bit u is set); its pairs of X qa_at[h] doubles in for frequency qa (tiles u < us),
+        // qb_at[h] for qb
+        int a_at[TPW], qa_at[2], qb_at[2];
+        unsigned partial = 0;
+#pragma unroll
+        for (int u = 0; u < TPW; ++u) {
+            a_at[u] = sw.tile_at(u) + lane;
+            if (sw.tile_rows(u) < 16) partial |= 1u << u;
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            qa_at[h] = 2 * AST + (sw.qa - sw.qlo) * 16 * K + x_lane(g, t, h);
+            qb_at[h] = 2 * AST + (sw.qb - sw.qlo) * 16 * K + x_lane(g, t, h);
+        }
         double acc[TPW][2][2][4];  // [tile][right-hand sides 8h ..][Re, Im][fragment element], over the sweep
 #pragma unroll
         for (int u = 0; u < TPW; ++u)
@@ -831,14 +893,14 @@ k16_ws(const double* __restrict__ x, const void* xmap, const double* __restrict_
             for (int u = 0; u < TPW; ++u) {
                 if (u >= sw.ntiles || (phases & 4)) continue;  // (the same for the whole warp; 4: the copies alone)
                 double ar[4], ai[4];
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {  // an invalid row's lanes read what the sums of that row only get
-                    int n;
-                    const int at = sw.local(u, e, n);
-                    ar[e] = stage[at];
-                    ai[e] = stage[at + n];
-                }
-                tile_product(acc[u], ar, ai, stage + 2 * AST + (sw.freq(u) - sw.qlo) * 16 * K, g, t);
+                const double* a = stage + a_at[u];
+                if (partial >> u & 1)
+                    load_fragments<ND % 16>(a, ar, ai);
+                else
+                    load_fragments<16>(a, ar, ai);
+                const bool qa = u < sw.us;
+                tile_product<K4>(acc[u], ar, ai,
+                                 {stage + (qa ? qa_at[0] : qb_at[0]), stage + (qa ? qa_at[1] : qb_at[1])});
             }
             __syncwarp();
             if (lane == 0 && atomicAdd(done + s, 1u) % WPB == WPB - 1) issue(kk + NS);  // the last warp done
@@ -876,9 +938,9 @@ template <int W, int U> __global__ void rows_read(const double2* __restrict__ A,
     if (sum == 1.2345) out[b] = sum;
 }
 
-// The float64 tensor cores' rate alone: every warp runs `reps` rounds of 8 independent m16n8k8 (KD = 8) or
-// m8n8k4 (KD = 4) products on values in registers; out gets one sum a warp (keeps the products).
-template <int KD> __global__ void dmma_rate(double* out, int reps) {
+// The float64 tensor cores' rate alone: every warp runs `reps` rounds of 8 independent products of shape MD x 8 x
+// KD (16 x 8 x 8, 8 x 8 x 4 or 16 x 8 x 4) on values in registers; out gets one sum a warp (keeps the products).
+template <int MD, int KD> __global__ void dmma_rate(double* out, int reps) {
     double d[8][4] = {}, a[4];
     for (int e = 0; e < 4; ++e) a[e] = 1e-3 * (threadIdx.x + e);
     const double b0 = 1e-3 * threadIdx.x, b1 = 2e-3;
@@ -887,6 +949,8 @@ template <int KD> __global__ void dmma_rate(double* out, int reps) {
         for (int i = 0; i < 8; ++i) {
             if constexpr (KD == 8)
                 k16::mma1688(d[i], a, b0, b1);
+            else if constexpr (MD == 16)
+                k16::mma1684(d[i], a[0], a[1], b0);
             else
                 k16::mma884(reinterpret_cast<double(&)[2]>(d[i]), a[0], b0);
         }
@@ -900,8 +964,13 @@ K = 16
 TARGET = 12
 PHASES = {"both": 3, "product": 2, "transform": 1, "barriers": 0, "copies": 6, "math": 10}
 # k16_ws's transforms in parts (results wrong): without their stores, without their copies of the samples, without
-# either
-WS_PHASES = {"unstored": 17, "unfetched": 33, "computed": 49}
+# either; the transforms beside the products' copies alone, or beside their arithmetic alone; the products beside
+# the transforms in those parts
+WS_PHASES = {"unstored": 17, "unfetched": 33, "computed": 49, "with_copies": 7, "with_math": 11, "with_unstored": 19,
+             "with_unfetched": 35, "with_computed": 51}
+# dmma_rate's instantiations: the shape and the multiply-adds of one product
+DMMA_SHAPES = {"dmma_rate<16, 8>": ("m16n8k8", 16 * 8 * 8), "dmma_rate<8, 4>": ("m8n8k4", 8 * 8 * 4),
+               "dmma_rate<16, 4>": ("m16n8k4", 16 * 8 * 4)}
 # the kernels: k16_fused reading Fhat's rows as the engine holds them, each lane by cp.async ("rows"), or packed
 # by k16_pack, a bulk copy a k-step ("bulk"); k16_ws, packed, its transforms beside its products ("ws")
 KERNELS = ("rows", "bulk", "ws")
@@ -932,25 +1001,33 @@ class Layout:
     """How the kernels split one size over `blocks` multiprocessors (as their comments say), and their
     instantiations.  Each of k16_ws's `ws` settings (series a round, rounds of samples in flight, stages of its
     ring, threads that transform, teams they form, registers a thread that transforms and that multiplies, chunk
-    buffers, tensor copies of the samples or not, k-steps a chunk) is a kernel of its own,
-    named "ws" with the first, "ws1", "ws2", ... with the others.
+    buffers, tensor copies of the samples or not, k-steps a chunk, k-steps of L2 prefetch ahead of the products'
+    copies (0 for none), the products as 16 x 8 x 4 tensor-core products (1) or 16 x 8 x 8 (0); optionally a
+    thirteenth, its transforms' radices, small_radices' by default) is a kernel of its own, named "ws" with the
+    first, "ws1", "ws2", ... with the others.
 
     Raises SystemExit for a size it does not take: Nt not a multiple of 4, Nt/2 with a prime factor above 5, or more
-    tiles a warp than a frequency has (a warp's tiles would span three frequencies).
+    tiles a warp than a frequency has (a warp's tiles would span three frequencies); and for radices whose product is
+    not Nt/2 or that fft.cu has no butterfly for.
     """
 
     def __init__(self, Nt: int, Nd: int, Nm: int, blocks: int, threads: int, series: int, stages: int,
-                 ws: tuple[tuple[int, ...], ...] = ((4, 1, 2, 256, 1, 64, 192, 2, 1, 8),
-                                                    (4, 1, 2, 128, 1, 104, 200, 2, 1, 16))
+                 ws: tuple[tuple[int, ...], ...] = ((4, 1, 2, 256, 1, 64, 192, 2, 1, 8, 0, 0),
+                                                    (4, 1, 2, 128, 1, 104, 200, 2, 1, 16, 0, 0))
                  ) -> None:
         from fftmatvec.backend.gpu import fft_radices
 
-        self.radices, self.ws_radices = fft_radices(Nt // 2), small_radices(Nt // 2)
-        if Nt % 4 or self.radices is None or self.ws_radices is None:
+        self.radices = fft_radices(Nt // 2)
+        if Nt % 4 or self.radices is None or small_radices(Nt // 2) is None:
             raise SystemExit(f"Nt = {Nt}: needs Nt a multiple of 4 and Nt/2 of factors 2, 3, 5")
         self.Nt, self.Nd, self.Nm, self.blocks, self.threads, self.series, self.stages = (
             Nt, Nd, Nm, blocks, threads, series, stages)
-        self.ws = {f"ws{i or ''}": setting for i, setting in enumerate(ws)}
+        self.ws = {f"ws{i or ''}": tuple(setting[:12]) for i, setting in enumerate(ws)}
+        self.ws_radices = {label: list(setting[12]) if len(setting) > 12 else small_radices(Nt // 2)
+                           for label, setting in zip(self.ws, ws)}
+        for label, radices in self.ws_radices.items():
+            if math.prod(radices) != Nt // 2 or not set(radices) <= {2, 3, 4, 5, 7, 8, 10}:
+                raise SystemExit(f"{label}: radices {radices} do not make Nt/2 = {Nt // 2} of fft.cu's butterflies")
         rt = math.ceil(Nd / 16)  # tiles of 16 rows a frequency
 
         def tiles_per_warp(threads: int) -> int:  # (the even sweep has Nt/2 + 1 frequencies)
@@ -980,7 +1057,7 @@ class Layout:
 
         x = 8 * self.block_frequencies * K
         if kernel in self.ws:
-            S, D, NS, TW, TEAMS, *_, TMA, CK = self.ws[kernel]
+            S, D, NS, TW, TEAMS, *_, TMA, CK, _, _ = self.ws[kernel]
             M, up8 = self.Nt // 2, lambda n: -(-n // 8) * 8
             raw = 2 * math.ceil(self.Nt / 256) * 256 * (S // 2) if TMA else self.Nt * S  # (doubles: Samples::SIZE)
             team = up8(D * raw // 2 + 2 * S * fused_row_stride(M, S, 16))
@@ -1001,11 +1078,11 @@ class Layout:
     def name(self, kernel: str) -> str:
         """The instantiation of KERNELS' `kernel`."""
         if kernel in self.ws:
-            S, D, NS, TW, TEAMS, RT, RP, NB, TMA, CK = self.ws[kernel]
+            S, D, NS, TW, TEAMS, RT, RP, NB, TMA, CK, PF, K4 = self.ws[kernel]
             return (f"k16::k16_ws<{self.Nt}, {self.Nd}, {self.Nm}, {S}, {D}, {self.ws_tiles_per_warp}, "
                     f"{self.block_frequencies}, {NS}, {self.block_step}, {TW}, {TEAMS}, {RT}, {RP}, {NB}, "
-                    f"{str(bool(TMA)).lower()}, {CK}, "
-                    f"{', '.join(map(str, self.ws_radices))}>")
+                    f"{str(bool(TMA)).lower()}, {CK}, {PF}, {str(bool(K4)).lower()}, "
+                    f"{', '.join(map(str, self.ws_radices[kernel]))}>")
         bulk = kernel == "bulk"
         return (f"k16::k16_fused<{self.Nt}, {self.Nd}, {self.Nm}, {self.threads}, {self.series}, "
                 f"{self.tiles_per_warp}, {self.block_frequencies}, {self.stages}, {str(bulk).lower()}, "
@@ -1022,7 +1099,14 @@ class Layout:
     def kernels(self, which=KERNELS) -> tuple[str, ...]:
         """Every instantiation the script launches, with `which` of KERNELS."""
         reads = sorted({f"rows_read<{w}, {u}>" for w, u, _ in READ_ORDERS})
-        return (*map(self.name, self.labels(which)), self.pack_name, "dmma_rate<8>", "dmma_rate<4>", *reads)
+        return (*map(self.name, self.labels(which)), self.pack_name, *DMMA_SHAPES, *reads)
+
+
+def ws_setting(text: str) -> tuple:
+    """One --ws setting: twelve integers, then optionally the radices as ``10x10x5``."""
+    fields = text.split(",")
+    ints = tuple(map(int, fields[:12]))
+    return ints + (tuple(map(int, fields[12].split("x"))),) if len(fields) > 12 else ints
 
 
 def tensor_map(address: int, rows: int, cols: int, box_rows: int, box_cols: int) -> np.ndarray:
@@ -1052,11 +1136,13 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=256, help="threads a block (k16_fused)")
     ap.add_argument("--series", type=int, default=8, choices=(2, 4, 8, 16), help="series a block transforms at once")
     ap.add_argument("--stages", type=int, default=3, help="k-steps in the ring in shared memory")
-    ap.add_argument("--ws", nargs="+", default=["4,1,2,256,1,64,192,2,1,8", "4,1,2,128,1,104,200,2,1,16"],
+    ap.add_argument("--ws", nargs="+", default=["4,1,2,256,1,64,192,2,1,8,0,0", "4,1,2,128,1,104,200,2,1,16,0,0"],
                     help="k16_ws's settings, each a kernel: series a round, rounds of samples in flight, stages, "
                          "threads that transform, teams they form, registers a thread that transforms and that "
                          "multiplies, chunk buffers, whether tensor copies bring the samples (1) or cp.async (0), "
-                         "k-steps a chunk")
+                         "k-steps a chunk, how many k-steps ahead of its copies `Fhat` is fetched into the L2 "
+                         "(0: not), whether the products are 16 x 8 x 4 tensor-core products (1) or 16 x 8 x 8 (0), "
+                         "and optionally the transforms' radices (as 10x10x5)")
     ap.add_argument("--phases", default=",".join(PHASES),
                     help="which kernels to time, of " + ",".join(PHASES) + " (and for k16_ws " + ",".join(WS_PHASES)
                     + ")")
@@ -1078,7 +1164,7 @@ def main(argv=None) -> int:
     device = cp.cuda.Device()
     blocks = device.attributes["MultiProcessorCount"]
     lay = Layout(Nt, Nd, Nm, blocks, args.threads, args.series, args.stages,
-                 tuple(tuple(map(int, w.split(","))) for w in args.ws))
+                 tuple(ws_setting(w) for w in args.ws))
     names = lay.labels(args.kernels.split(","))
     for kernel in names:
         if lay.shared_bytes(kernel) > device.attributes["MaxSharedMemoryPerBlockOptin"]:
@@ -1098,7 +1184,8 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(2)
     x1 = be.asarray(rng.standard_normal((Nm, Nt)))
     xK = be.asarray(rng.standard_normal((Nm, Nt, K)))
-    twp, twp_ws = cp.asarray(pass_twiddles(lay.radices)), cp.asarray(pass_twiddles(lay.ws_radices))
+    twp = cp.asarray(pass_twiddles(lay.radices))
+    twp_ws = {kernel: cp.asarray(pass_twiddles(radices)) for kernel, radices in lay.ws_radices.items()}
     twl = cp.asarray(np.exp(-2j * np.pi * np.arange(M + 1) / Nt))
     two = cp.asarray(np.exp(-1j * np.pi * np.arange(M) / Nt))
     buffers = max([2] + [setting[7] for setting in lay.ws.values()])  # chunk buffers (k16_fused uses 2)
@@ -1122,7 +1209,7 @@ def main(argv=None) -> int:
     def fused(kernel: str, phases: int = 3):
         count.fill(0)
         if kernel in lay.ws:  # (k16_ws makes its other tables)
-            args = (xK, xmaps[kernel], packed, spec, Yhat, twp_ws, count, np.int32(phases))
+            args = (xK, xmaps[kernel], packed, spec, Yhat, twp_ws[kernel], count, np.int32(phases))
         else:
             args = (xK, Fhat if kernel == "rows" else packed, spec, Yhat, twp, twl, two, count, np.int32(phases))
         fns[kernel]((blocks,), (lay.launch_threads(kernel),), args, shared_mem=lay.shared_bytes(kernel))
@@ -1150,8 +1237,8 @@ def main(argv=None) -> int:
         if check.get("gave_up", [0])[0]:
             raise SystemExit(f"{kernel}: its waits gave up (a stuck pipeline): {check['gave_up']}")
 
-    for kd, shape, fma in ((8, "m16n8k8", 16 * 8 * 8), (4, "m8n8k4", 8 * 8 * 4)):  # 8 warps a multiprocessor
-        rate, reps = mod.get_function(f"dmma_rate<{kd}>"), 20000
+    for name, (shape, fma) in DMMA_SHAPES.items():  # 8 warps a multiprocessor
+        rate, reps = mod.get_function(name), 20000
         t = _median_time(lambda: rate((blocks,), (256,), (sink, np.int32(reps))), 5, sync)
         emit(what="dmma_rate", **fields, shape=shape, us=round(t * 1e6, 1),
              tflops=round(2 * fma * 8 * reps * blocks * 8 / t / 1e12, 2))
