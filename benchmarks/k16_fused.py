@@ -898,9 +898,9 @@ k16_ws(const double* __restrict__ x, const void* xmap, const double* __restrict_
                     load_fragments<ND % 16>(a, ar, ai);
                 else
                     load_fragments<16>(a, ar, ai);
-                const bool qa = u < sw.us;
+                const bool of_qa = u < sw.us;
                 tile_product<K4>(acc[u], ar, ai,
-                                 {stage + (qa ? qa_at[0] : qb_at[0]), stage + (qa ? qa_at[1] : qb_at[1])});
+                                 {stage + (of_qa ? qa_at[0] : qb_at[0]), stage + (of_qa ? qa_at[1] : qb_at[1])});
             }
             __syncwarp();
             if (lane == 0 && atomicAdd(done + s, 1u) % WPB == WPB - 1) issue(kk + NS);  // the last warp done
