@@ -57,7 +57,7 @@ def main() -> int:
     for spec in args.radices:
         M, _, radices = spec.partition(":")
         order = [int(r) for r in radices.split(",")]
-        if int(np.prod(order)) != int(M) or not set(order) <= {2, 3, 4, 5, 7, 8, 10}:
+        if int(np.prod(order)) != int(M) or not set(order) <= gpu_module.FFT_BUTTERFLIES:
             raise SystemExit(f"--radices {spec}: radices of native/fft.cu (2, 3, 4, 5, 7, 8, 10) whose product is M")
         orders[f"radices {radices}"] = (int(M), order)
     default_radices = gpu_module.fft_radices

@@ -1015,7 +1015,7 @@ class Layout:
                  ws: tuple[tuple[int, ...], ...] = ((4, 1, 2, 256, 1, 64, 192, 2, 1, 8, 0, 0),
                                                     (4, 1, 2, 128, 1, 104, 200, 2, 1, 16, 0, 0))
                  ) -> None:
-        from fftmatvec.backend.gpu import fft_radices
+        from fftmatvec.backend.gpu import FFT_BUTTERFLIES, fft_radices
 
         self.radices = fft_radices(Nt // 2)
         if Nt % 4 or self.radices is None or small_radices(Nt // 2) is None:
@@ -1026,7 +1026,7 @@ class Layout:
         self.ws_radices = {label: list(setting[12]) if len(setting) > 12 else small_radices(Nt // 2)
                            for label, setting in zip(self.ws, ws)}
         for label, radices in self.ws_radices.items():
-            if math.prod(radices) != Nt // 2 or not set(radices) <= {2, 3, 4, 5, 7, 8, 10}:
+            if math.prod(radices) != Nt // 2 or not set(radices) <= FFT_BUTTERFLIES:
                 raise SystemExit(f"{label}: radices {radices} do not make Nt/2 = {Nt // 2} of fft.cu's butterflies")
         rt = math.ceil(Nd / 16)  # tiles of 16 rows a frequency
 

@@ -111,6 +111,10 @@ def _pow2_at_least(n: int) -> int:
     return p
 
 
+#: The radices native/fft.cu has butterflies for (``fmv::Dft``).
+FFT_BUTTERFLIES = frozenset({2, 3, 4, 5, 7, 8, 10})
+
+
 def fft_radices(M: int) -> list[int] | None:
     """Radices of the fused transform's complex FFT of length ``M`` (the
     real length is ``2 M``): a 10 for each pair of factors 2 and 5 (one pass
