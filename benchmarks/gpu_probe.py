@@ -1800,7 +1800,7 @@ def main(argv=None) -> int:
             "graph.launch (one memcpy)": lambda: rec.graph.launch(),
             "reshape": lambda: m.reshape(289, 10, 1),
             "flags.c_contiguous": lambda: m.flags.c_contiguous,
-            "_checked": lambda: op._checked(m, 289, "F m", check_device=False),
+            "_checked": lambda: op._checked(m, 289, "F m"),
             "engine.workspace": lambda: op.engine.workspace(False, prec, 1),
             "direct kernel": lambda: ws.direct(m3, ws.y),
             "direct kernel (2-D arrays)": lambda: ws.direct(m, a),
@@ -1902,7 +1902,7 @@ def main(argv=None) -> int:
             prec, eng = op.precision, op.engine
             pieces = {
                 "isinstance(x, DistVector)": lambda: isinstance(x, DistVector),
-                "op._checked": lambda: op._checked(x, nm, "F m", check_device=False),
+                "op._checked": lambda: op._checked(x, nm, "F m"),
                 "be.is_native": lambda: be.is_native(x),
                 "x.shape": lambda: x.shape,
                 "x.ndim": lambda: x.ndim,

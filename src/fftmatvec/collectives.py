@@ -40,6 +40,11 @@ import numpy as np
 
 Array = Any
 
+#: CUDA stream priority of :meth:`NCCLCollectives.ireduce`'s stream: lower
+#: numbers are higher priorities, and CUDA clamps a number beyond the
+#: device's range (H200: 0 to -5) to its end.
+_HIGHEST_PRIORITY = -1000
+
 #: Environment switch: hand CuPy device buffers to MPI directly.
 CUDA_AWARE_ENV = "FFTMATVEC_CUDA_AWARE_MPI"
 
@@ -610,7 +615,9 @@ class NCCLCollectives(Collectives):
             return self.mpi.ireduce(buf, root=root, after=after)
         cp = self._cupy
         if self._stream is None:
-            self._stream = cp.cuda.Stream(non_blocking=True)
+            # the highest priority (CUDA clamps the number to the device's range): the reduction's kernel takes
+            # the multiprocessors as the product's blocks leave them, not after the next chunk's kernels
+            self._stream = cp.cuda.Stream(non_blocking=True, priority=_HIGHEST_PRIORITY)
         side = self._stream
         if after is None:
             after = cp.cuda.Event(disable_timing=True)

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import precision as _precision
 from .backend import Backend, get_backend
+from .backend.base import all_finite
 from .btt import LocalBTT, _no_timer
 from .errors import ConfigError, FftmatvecError, collective
 from .grid import SerialGrid
@@ -233,10 +234,12 @@ class BTTOperator:
         if self._one_process and timer is _no_timer and not isinstance(m, DistVector):
             return self._local_product(m, adjoint=False, out=out)
         prec = self.precision
-        x, finish = self._prepare(m, "param", prec, "F m", out)
+        chunked = self.reduce_chunks > 1 and self.engine.nd > 1
+        start = None if chunked or timer is not _no_timer else (lambda x: self.engine.apply(x, prec))
+        x, finish, y = self._prepare(m, "param", prec, "F m", out, start=start)
         with self._comm_timer(timer)("bcast"):
             x = self.grid.col_bcast(x)
-        if self.reduce_chunks > 1 and self.engine.nd > 1:
+        if chunked:
             started = []
             y = self.engine.apply_rows(x, prec, self.reduce_chunks,
                                        lambda rows, mark: started.append(self.grid.row_ireduce(rows, after=mark)),
@@ -249,7 +252,8 @@ class BTTOperator:
                         request.wait()
                     y = y if self.grid.holds_data() else None
             return finish(y, "data")
-        y = self.engine.apply(x, prec, adjoint=False, timer=timer)
+        if y is None:
+            y = self.engine.apply(x, prec, adjoint=False, timer=timer)
         with self._comm_timer(timer)("reduce"):
             y = self.grid.row_reduce(y)
         return finish(y, "data")
@@ -266,10 +270,12 @@ class BTTOperator:
         if self._one_process and timer is _no_timer and not isinstance(d, DistVector):
             return self._local_product(d, adjoint=True, out=out)
         prec = self.adjoint_precision
-        x, finish = self._prepare(d, "data", prec, "F^T d", out)
+        start = None if timer is not _no_timer else (lambda x: self.engine.apply(x, prec, adjoint=True))
+        x, finish, m = self._prepare(d, "data", prec, "F^T d", out, start=start)
         with self._comm_timer(timer)("bcast"):
             x = self.grid.row_bcast(x)
-        m = self.engine.apply(x, prec, adjoint=True, timer=timer)
+        if m is None:
+            m = self.engine.apply(x, prec, adjoint=True, timer=timer)
         with self._comm_timer(timer)("reduce"):
             m = self.grid.col_reduce(m)
         return finish(m, "param")
@@ -321,7 +327,7 @@ class BTTOperator:
         kind = type(v).__name__
         native = False
         if not isinstance(v, DistVector):
-            v, native = self._checked(v, self.Nd if adjoint else self.Nm, what, check_device=False,
+            v, native = self._checked(v, self.Nd if adjoint else self.Nm, what,
                                       check_values=False)
         if not native:
             raise ConfigError(f"prepare: {what} takes an array of the operator's backend "
@@ -362,15 +368,15 @@ class BTTOperator:
             # the two local products (their host work is most of a small product's latency: the grid
             # path below cost F^T F 16-30 us more than matvec then rmatvec, docs/gpu.md); a host array
             # is checked here, goes to the device once and comes back once
-            v, native = self._checked(m, self.Nm, what, check_device=False)
+            v, native = self._checked(m, self.Nm, what)
             be = self.backend
             y = self._local_product(v if native else be.asarray(v), adjoint=False, check_values=False)
             z = self._local_product(y, adjoint=True, engine=second, check_values=False)
             return z if native else be.to_host(z)
         fwd, adj = self.precision, self.adjoint_precision
-        x, finish = self._prepare(m, "param", fwd, what)
-        x = self.grid.col_bcast(x)
-        y = self.engine.apply(x, fwd, adjoint=False)
+        x, finish, y = self._prepare(m, "param", fwd, what, start=lambda x: self.engine.apply(x, fwd))
+        if y is None:
+            y = self.engine.apply(self.grid.col_bcast(x), fwd, adjoint=False)
         y = self.grid.row_reduce(y, all=True).astype(adj.pad, copy=False)
         z = second.apply(y, adj, adjoint=True)
         z = self.grid.col_reduce(z)
@@ -381,23 +387,34 @@ class BTTOperator:
         when there is more than one rank to talk to."""
         return timer if self.grid.size > 1 else _no_timer
 
-    def _prepare(self, v: Array, space: str, prec: _precision.Precision, what: str, out: Array | None = None):
+    def _prepare(self, v: Array, space: str, prec: _precision.Precision, what: str, out: Array | None = None,
+                 start: Callable[[Array], Array] | None = None):
         """Check an input block, move it to the backend in the pad precision.
 
         Every rank of the grid takes part.  Holders of ``space`` check their
         block (shape, NaN/Inf) and share ``K``; the vote makes a failure on
-        one rank fail all ranks before any broadcast, and gives the other
-        ranks ``K`` to size their receive buffers.
+        one rank fail all ranks before any broadcast or reduction, and gives
+        the other ranks ``K`` to size their receive buffers.
+
+        ``start(x)``, when given, launches the local product of the prepared
+        input.  Where the input needs no broadcast (every rank holds its
+        block: ``pr == 1`` for parameters, ``pc == 1`` for data) it is
+        called inside the vote, before the check of device values is read,
+        so that the product runs while the host waits for the check (on a
+        GPU the check's wait then costs nothing: 46 us of a 2 ms product
+        before, benchmarks/grid_parts.py).
 
         Returns the ``(n_local, Nt, K)`` array (pad precision, contiguous; an
-        uninitialised receive buffer on non-holders) and ``finish(y,
+        uninitialised receive buffer on non-holders), ``finish(y,
         out_space)``, which turns the reduced result (None on ranks that do
-        not hold ``out_space``) into the caller's form.
+        not hold ``out_space``) into the caller's form, and ``start``'s
+        result (None where it was not called).
         """
         be, grid = self.backend, self.grid
         n = self.Nm if space == "param" else self.Nd
         _, n_local = grid.block(space, n)
         holder = grid.holds(space)
+        broadcast = (grid.pr if space == "param" else grid.pc) > 1
         dist = isinstance(v, DistVector)
         if dist:  # metadata is agreed on every rank: checks need no vote
             if v.space != space or (v.n, v.Nt) != (n, self.Nt) or v.grid.shape != grid.shape:
@@ -405,20 +422,25 @@ class BTTOperator:
                                   f"{grid.pr}x{grid.pc} grid, got {v!r}")
             v = v.local
         native = v is None or be.is_native(v)
+        started = None
         with collective(_comm(grid), f"checking the input of {what}") as vote:
             if out is not None:
                 raise ConfigError(f"{what}: out= is for array products without a grid or a timer; "
                                   "here the result is returned")
             if holder:
-                # on a grid the check of device data must run before the first collective
-                v, _ = self._checked(v, n_local, what, check_device=grid.size > 1)
+                v, _ = self._checked(v, n_local, what)
+                # device values, on a grid: checked before the first collective (in one process NaN propagates)
+                finite = be.finite_check(v) if grid.size > 1 and not isinstance(v, np.ndarray) else None
+                x = be.xp.ascontiguousarray(be.asarray(v if v.ndim == 3 else v[:, :, None], dtype=prec.pad))
+                if start is not None and not broadcast:
+                    started = start(x)
+                if finite is not None and not finite():
+                    raise FftmatvecError("input vector contains NaN or Inf")
                 vote.share((v.shape[2] if v.ndim == 3 else None,))
         shared = vote.agreed(f"the batch size K of the input of {what}")
         K = shared[0] if shared is not None else None  # None: no rank holds blocks (n == 0)
         batched = K is not None
-        if holder:
-            x = be.xp.ascontiguousarray(be.asarray(v if batched else v[:, :, None], dtype=prec.pad))
-        else:
+        if not holder:
             x = be.empty((n_local, self.Nt, K or 1), prec.pad)
 
         def finish(y: Array | None, out_space: str) -> Array:
@@ -432,15 +454,14 @@ class BTTOperator:
                 return DistVector._wrap(out, grid, out_space, n_out, self.Nt, K)
             return out
 
-        return x, finish
+        return x, finish, started
 
-    def _checked(self, v: Array, n_local: int, what: str, check_device: bool,
-                 check_values: bool = True) -> tuple[Array, bool]:
+    def _checked(self, v: Array, n_local: int, what: str, check_values: bool = True) -> tuple[Array, bool]:
         """An input block as an array of this backend or NumPy, its shape
-        ``(n_local, Nt[, K])`` checked, and NaN/Inf checked on host data (and on
-        device data with ``check_device``: that costs a synchronisation, so a
-        device array in one process skips it and NaN propagates to the result);
-        no values are checked without ``check_values``.  Returns the array and
+        ``(n_local, Nt[, K])`` checked, and NaN/Inf checked on host data
+        (device data is checked by :meth:`_prepare` on a grid only: the check
+        costs a wait, so in one process NaN propagates to the result); no
+        values are checked without ``check_values``.  Returns the array and
         whether it is the backend's own (not NumPy's)."""
         if v is None:
             raise ConfigError(f"{what}: this rank holds input blocks but got None")
@@ -451,8 +472,7 @@ class BTTOperator:
         if len(shape) not in (2, 3) or shape[0] != n_local or shape[1] != self.Nt:
             expected = (n_local, self.Nt)
             raise ConfigError(f"input must have shape {expected} or {expected + ('K',)}, got {shape}")
-        on_host = not native or be.xp is np
-        if check_values and (on_host or check_device) and not bool((np if on_host else be.xp).isfinite(v).all()):
+        if check_values and isinstance(v, np.ndarray) and not all_finite(np, v):
             raise FftmatvecError("input vector contains NaN or Inf")
         return v, native
 
@@ -475,7 +495,7 @@ class BTTOperator:
         prec = self.adjoint_precision if adjoint else self.precision
         what = "F^T d" if adjoint else "F m"
         engine = self.engine if engine is None else engine
-        v, native = self._checked(v, self.Nd if adjoint else self.Nm, what, check_device=False,
+        v, native = self._checked(v, self.Nd if adjoint else self.Nm, what,
                                   check_values=check_values)
         be = self.backend
         shape = (self.Nm if adjoint else self.Nd, self.Nt) + v.shape[2:]

@@ -419,6 +419,23 @@ def test_capture_context(gpu, rng):
     np.testing.assert_array_equal(out[:7].get(), x.get().transpose(1, 0, 2))
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, None, "overflow"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_finite_check_with_work_queued_after_it(gpu, rng, bad, dtype):
+    """The check answers for the values it saw, with a product and a write of
+    other values queued between the start of the check and its answer."""
+    v = cupy.asarray(rng.standard_normal((300, 40, 3)).astype(dtype))
+    if bad == "overflow":  # finite values whose sum overflows
+        v[...] = np.finfo(dtype).max / 4
+    elif bad is not None:
+        v[1 + rng.integers(299), rng.integers(40), rng.integers(3)] = bad  # (not where the write below goes)
+    op = BTTOperator(rng.standard_normal((4, 300, 40)), device=gpu)
+    answer = gpu.finite_check(v)
+    op.matvec(v[:, :, 0].astype(np.float64))
+    v[0, 0, 0] = np.nan if bad is None else 1.0  # after the check: not seen by it
+    assert answer() == (bad in (None, "overflow"))
+
+
 # (Nd, Nm, Nt) for the one-kernel product: the fixture, Nt = 1 and 32 (the largest taken), adjoint blocks
 # of 32 columns with a partial last one, Nd or Nm = 1, more rows than 4 per multiprocessor (several per block)
 DIRECT_SHAPES = [(15, 289, 10), (4, 5, 1), (3, 7, 32), (2, 65, 9), (1, 40, 5), (9, 1, 7), (701, 3, 4),

@@ -24,7 +24,7 @@ _NDEV = cupy.cuda.runtime.getDeviceCount()
 
 from fftmatvec import BTTOperator  # noqa: E402
 from fftmatvec.collectives import COLLECTIVES_ENV, NCCLCollectives, collectives_mode, nccl_available  # noqa: E402
-from fftmatvec.errors import ConfigError  # noqa: E402
+from fftmatvec.errors import ConfigError, FftmatvecError  # noqa: E402
 from fftmatvec.vector import DistVector  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -140,6 +140,8 @@ def test_nccl_collectives(comm, dtype):
             ev.record()
             req = coll.ireduce(x, root=0, after=ev)
             res = req.wait()
+            # on a stream of the highest priority (H200: -5), so that it runs beside the product's next chunk
+            assert coll._stream.priority < cupy.cuda.Stream(non_blocking=True).priority
             if rank == 0:
                 assert res is x
                 np.testing.assert_allclose(x.get(), val * tot, rtol=rtol)
@@ -157,6 +159,37 @@ def test_nccl_collectives(comm, dtype):
         assert stats["mpi:allreduce"]["calls"] == 1
         assert coll.seconds > 0
         coll.check()
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("bad", [np.nan, -np.inf])
+def test_bad_value_in_a_device_block_fails_every_rank_before_any_collective(comm, bad):
+    """A NaN or Inf in one rank's device block (the finite check of the grid
+    path, on the device; one process does not check device blocks): every
+    rank raises the same error, and no rank has started a broadcast or a
+    reduction."""
+    rng = np.random.default_rng(5)
+    Nd, Nm, Nt = 4, 2 * comm.size + 3, 6
+    f = rng.standard_normal((Nd, Nm, Nt))
+    for shape in shapes(comm.size):
+        with make_grid(comm, shape) as grid:
+            op = BTTOperator(f, grid=grid, device="gpu")
+            j0, nm = grid.col_block(Nm)
+            x = cupy.asarray(rng.standard_normal((Nm, Nt))[j0:j0 + nm]) if grid.holds_param() else None
+            victim = grid.pc - 1  # the last holder of parameter blocks
+            if grid.rank == victim:
+                x[nm // 2, Nt - 1] = bad
+            grid.reset_comm_stats()
+            try:
+                op.matvec(x)
+                message = None
+            except FftmatvecError as exc:
+                message = str(exc)
+            messages = comm.allgather(message)
+            assert messages == [f"checking the input of F m failed on rank {victim}: "
+                                "input vector contains NaN or Inf"] * comm.size, (shape, messages)
+            stats = grid.comm_stats()
+            assert "bcast" not in stats["col"] and "reduce" not in stats["row"], (shape, stats)
 
 
 @pytest.mark.mpi(min_size=1)

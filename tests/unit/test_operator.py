@@ -12,6 +12,8 @@ from conftest import direct_btt, direct_btt_adjoint, rel_err
 from fftmatvec import ALL_CODES, BTTOperator, ConfigError, FftmatvecError
 from fftmatvec.bench import dense_matrix
 from fftmatvec.io import read_vector
+from fftmatvec.backend.base import all_finite
+from fftmatvec.backend.cpu import CPUBackend
 from fftmatvec.precision import parse
 from fftmatvec.vector import DistVector
 
@@ -234,6 +236,25 @@ def test_bad_inputs(rng):
         BTTOperator(f_bad)
     with pytest.raises(ValueError, match="shape"):
         BTTOperator(rng.standard_normal((3, 4)))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, None])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+def test_finite_check_finds_each_bad_value(rng, bad, dtype):
+    v = rng.standard_normal((7, 11, 3)).astype(dtype)
+    if bad is not None:
+        v[rng.integers(7), rng.integers(11), rng.integers(3)] = bad
+    assert all_finite(np, v) == (bad is None)
+    assert CPUBackend().finite_check(v)() == (bad is None)
+
+
+def test_finite_check_when_the_sum_overflows():
+    big = np.full((4, 5), np.finfo(np.float64).max / 2)  # finite, but their sum overflows to inf
+    assert all_finite(np, big)
+    big[1, 2] = np.nan
+    assert not all_finite(np, big)
+    opposite = np.array([np.inf, -np.inf, 1.0])  # sums to NaN
+    assert not all_finite(np, opposite)
 
 
 @pytest.mark.parametrize("code", ["ddddd", "dssds", "sssss"])

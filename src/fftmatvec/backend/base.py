@@ -18,6 +18,7 @@ further scaling.
 from __future__ import annotations
 
 import abc
+import cmath
 import contextlib
 from types import ModuleType
 from typing import Any, Callable, Iterator
@@ -25,6 +26,16 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 Array = Any  # numpy.ndarray or cupy.ndarray
+
+
+def all_finite(xp: ModuleType, a: Array) -> bool:
+    """Whether ``a`` (an array of ``xp``) holds no NaN or Inf.  Its sum is
+    finite when every element is, and NaN or Inf otherwise, unless the sum
+    overflows: one pass with no temporary array, and the element-wise test
+    only after an overflow."""
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow or inf - inf is an answer here, not a warning
+        total = complex(a.sum())
+    return cmath.isfinite(total) or bool(xp.isfinite(a).all())
 
 
 class Backend(abc.ABC):
@@ -71,6 +82,14 @@ class Backend(abc.ABC):
         Non-blocking collectives take it as ``after=`` to wait for exactly that
         work (:meth:`fftmatvec.collectives.Collectives.ireduce`)."""
         return None
+
+    def finite_check(self, a: Array) -> Callable[[], bool]:
+        """Start checking ``a`` (an array of this backend) for NaN and Inf;
+        the call returned answers whether it holds none (:func:`all_finite`).
+        Here the check runs at once; on a GPU it is queued, and the answer
+        waits for it alone, not for device work queued after it."""
+        ok = all_finite(self.xp, a)
+        return lambda: ok
 
     @contextlib.contextmanager
     def capture(self) -> Iterator[None]:

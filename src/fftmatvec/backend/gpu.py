@@ -38,6 +38,7 @@ Nothing is compiled at import; kernels are built on first use
 
 from __future__ import annotations
 
+import cmath
 import contextlib
 import os
 from typing import Any, Callable, Iterator
@@ -449,6 +450,7 @@ class GPUBackend(Backend):
         self._launch: dict[tuple, tuple] = {}
         self._scratch: dict[tuple, Array] = {}
         self._capture_stream = None
+        self._copy_stream = None  # finite_check's reads
 
     # -- arrays ----------------------------------------------------------
     def to_host(self, a: Array) -> np.ndarray:
@@ -498,6 +500,24 @@ class GPUBackend(Backend):
     # -- graphs ----------------------------------------------------------
     def use_replay(self, nbytes: int) -> bool:
         return nbytes <= self.graph_max_bytes
+
+    def finite_check(self, a: Array) -> Callable[[], bool]:
+        """As the base class: ``a``'s sum queued now, and the answer read
+        after the sum alone has run (an event), by a copy on a stream of its
+        own, so that a product queued in between runs meanwhile.  (After an
+        overflow of the sum the element-wise test sees ``a`` as it is then.)"""
+        cp = self._cupy
+        total = a.sum()
+        summed = self.mark()
+
+        def answer() -> bool:
+            summed.synchronize()
+            if self._copy_stream is None:
+                self._copy_stream = cp.cuda.Stream(non_blocking=True)
+            value = complex(total.get(stream=self._copy_stream))
+            return cmath.isfinite(value) or bool(cp.isfinite(a).all())  # (the second test only after an overflow)
+
+        return answer
 
     def _stream_for_capture(self):
         if self._capture_stream is None:
