@@ -398,11 +398,11 @@ class BTTOperator:
 
         ``start(x)``, when given, launches the local product of the prepared
         input.  Where the input needs no broadcast (every rank holds its
-        block: ``pr == 1`` for parameters, ``pc == 1`` for data) it is
-        called inside the vote, before the check of device values is read,
-        so that the product runs while the host waits for the check (on a
-        GPU the check's wait then costs nothing: 46 us of a 2 ms product
-        before, benchmarks/grid_parts.py).
+        block: ``pr == 1`` for parameters, ``pc == 1`` for data) and its
+        device values are checked, it is called inside the vote, before the
+        check is read, so that the product runs while the host waits for
+        the check (46 us of a 2 ms product on an H200 before,
+        benchmarks/grid_parts.py).
 
         Returns the ``(n_local, Nt, K)`` array (pad precision, contiguous; an
         uninitialised receive buffer on non-holders), ``finish(y,
@@ -432,8 +432,8 @@ class BTTOperator:
                 # device values, on a grid: checked before the first collective (in one process NaN propagates)
                 finite = be.finite_check(v) if grid.size > 1 and not isinstance(v, np.ndarray) else None
                 x = be.xp.ascontiguousarray(be.asarray(v if v.ndim == 3 else v[:, :, None], dtype=prec.pad))
-                if start is not None and not broadcast:
-                    started = start(x)
+                if finite is not None and start is not None and not broadcast:
+                    started = start(x)  # queued on the device while the host waits for the check
                 if finite is not None and not finite():
                     raise FftmatvecError("input vector contains NaN or Inf")
                 vote.share((v.shape[2] if v.ndim == 3 else None,))
