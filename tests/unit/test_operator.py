@@ -10,10 +10,10 @@ import scipy.sparse.linalg as spla
 from conftest import direct_btt, direct_btt_adjoint, rel_err
 
 from fftmatvec import ALL_CODES, BTTOperator, ConfigError, FftmatvecError
-from fftmatvec.bench import dense_matrix
-from fftmatvec.io import read_vector
 from fftmatvec.backend.base import all_finite
 from fftmatvec.backend.cpu import CPUBackend
+from fftmatvec.bench import dense_matrix
+from fftmatvec.io import read_vector
 from fftmatvec.precision import parse
 from fftmatvec.vector import DistVector
 
