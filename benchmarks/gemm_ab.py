@@ -6,11 +6,17 @@ the same run), and the error against float64 on six frequencies, at the big
 size in complex64, on one GPU.
 
     python benchmarks/gemm_ab.py --rev 638d20c --out benchmarks/results/h200-gemm-ab.jsonl
+    python benchmarks/gemm_ab.py --pipe-tile off --pipe-tile 32,3,2,1 --rounds 3 \\
+        --out benchmarks/results/h200-gemm-ab-pipe.jsonl
 
-One JSON line per variant and ``K``: ``variant`` (``tree`` or the
-revision), ``kernel`` (the kernel the backend took), ``time_us``,
-``floor_ratio``, ``rel_err`` and ``copy_Bps``.  The launch set-up is the
-working tree's (``GPUBackend._gemm_config``) for every variant.
+One JSON line per variant, ``K`` and round: ``variant`` (``tree``, the
+revision, or ``pipe=TILE``: the tree with ``sbgemm_tc_pipe``'s tile set to
+``BK,NS,MINB,CW`` or ``off``, which leaves the products to ``sbgemm_tc``,
+and with ``@REV`` the kernels of that revision),
+``kernel`` (the kernel the backend took),
+``time_us``, ``floor_ratio``, ``rel_err`` and ``copy_Bps``.  The launch
+set-up is the working tree's (``GPUBackend._gemm_config``) for every
+variant.  The variants take turns within each round.
 """
 from __future__ import annotations
 
@@ -27,6 +33,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rev", action="append", default=[], help="git revision to compare (repeatable)")
     ap.add_argument("--K", default="4,8,12,16", help="right-hand sides, comma-separated")
+    ap.add_argument("--pipe-tile", action="append", default=[],
+                    help="also the tree with sbgemm_tc_pipe's tile BK,NS,MINB,CW or off, with @REV: that "
+                         "revision's kernels (repeatable)")
+    ap.add_argument("--rounds", type=int, default=1, help="rounds of all variants in turn")
     ap.add_argument("--size", default="1001,100,5000", help="Nf,Nd,Nm")
     ap.add_argument("--out", required=True, help="JSON lines appended here")
     args = ap.parse_args()
@@ -35,7 +45,7 @@ def main() -> int:
 
     from fftmatvec.backend.gpu import GPUBackend
 
-    select = use_revisions("sbgemm.cu", args.rev)
+    select = use_revisions("sbgemm.cu", args.rev + [t.partition("@")[2] for t in args.pipe_tile if "@" in t])
     be = GPUBackend()
     bw = be.copy_bandwidth()
     nf, nd, nm = (int(v) for v in args.size.split(","))
@@ -46,20 +56,25 @@ def main() -> int:
         return (re + 1j * im).astype(np.complex64)
 
     A = rand((nf, nd, nm))
+    pipe = dict(be.gemm_tensor_pipe)
+    tiles = {f"pipe={t}": None if t.split("@")[0] == "off" else tuple(int(v) for v in t.split("@")[0].split(","))
+             for t in args.pipe_tile}
+    variants = ["tree"] + list(tiles) + args.rev
     with open(args.out, "a") as out:
-        for K in (int(k) for k in args.K.split(",")):
+        for K, rnd in ((int(k), r) for k in args.K.split(",") for r in range(args.rounds)):
             x = rand((nf, nm, K))
             y = cp.empty((nf, nd, K), np.complex64)
             ref = A[:6].astype(np.complex128) @ x[:6].astype(np.complex128)
-            for variant in ["tree"] + args.rev:
-                select(variant)
+            for variant in variants:
+                select(variant.partition("@")[2] or "tree" if variant in tiles else variant)
+                be.gemm_tensor_pipe = {t: tiles[variant] for t in pipe} if variant in tiles else dict(pipe)
                 be._launch.clear()
                 y[...] = np.nan
                 be.sbgemv(A, x, y, adjoint=False)
                 err = float(cp.linalg.norm(y[:6] - ref) / cp.linalg.norm(ref))
                 t = sum(device_times(lambda: be.sbgemv(A, x, y, adjoint=False), be.synchronize).values())
                 kernel = next(v[6] for k, v in be._launch.items() if k[0] == "gemm")
-                rec = dict(what="gemm-ab", variant=variant, K=K, nf=nf, nd=nd, nm=nm, kernel=kernel,
+                rec = dict(what="gemm-ab", variant=variant, K=K, round=rnd, nf=nf, nd=nd, nm=nm, kernel=kernel,
                            time_us=round(t, 1), floor_ratio=round(t * 1e-6 / (A.nbytes / bw), 4), rel_err=err,
                            copy_Bps=bw)
                 print(json.dumps(rec), flush=True)

@@ -238,4 +238,65 @@ template <int N> FMV_DEV void cp_async_wait() {
 #endif
 }
 
+// Shared-memory barriers (mbarrier) that asynchronous copies arrive on (compute capability 9.0, CUDA only: the
+// kernels that use them are not launched elsewhere, and elsewhere these compile to nothing).  A barrier's phase
+// completes once `count` arrivals were made; mbar_wait(bar, parity) returns once the phase of that parity (0 for
+// the first, 1 for the second, ...) has completed, and the writes made before those arrivals are visible then.
+#if !defined(FMV_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define FMV_MBARRIER 1
+#endif
+FMV_DEV unsigned smem_address(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+FMV_DEV void mbar_init(unsigned long long* bar, unsigned count) {
+#ifdef FMV_MBARRIER
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_address(bar)), "r"(count) : "memory");
+#endif
+}
+// after the barriers' initialisation, before the __syncthreads() that publishes them to the block
+FMV_DEV void mbar_init_fence() {
+#ifdef FMV_MBARRIER
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+FMV_DEV void mbar_arrive(unsigned long long* bar) {
+#ifdef FMV_MBARRIER
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_address(bar)) : "memory");
+#endif
+}
+// one arrival of this thread at bar, made once every cp_async it issued before has landed
+FMV_DEV void cp_async_arrive(unsigned long long* bar) {
+#ifdef FMV_MBARRIER
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_address(bar)) : "memory");
+#endif
+}
+// one arrival at bar that announces `bytes` more to land before its phase completes
+FMV_DEV void mbar_arrive_expect_tx(unsigned long long* bar, unsigned bytes) {
+#ifdef FMV_MBARRIER
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_address(bar)), "r"(bytes)
+                 : "memory");
+#endif
+}
+// The box at coordinates (c0, c1, c2) of the 3-D tensor map `map` (a CUtensorMap in global memory) into dst
+// (aligned as the map's swizzle needs), done by the copy engine; its bytes, zeros outside the tensor included,
+// count down bar's transactions.
+FMV_DEV void tensor_copy_3d(void* dst, const void* map, int c0, int c1, int c2, unsigned long long* bar) {
+#ifdef FMV_MBARRIER
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];" ::
+            "r"(smem_address(dst)),
+        "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_address(bar))
+        : "memory");
+#endif
+}
+FMV_DEV void mbar_wait(unsigned long long* bar, unsigned parity) {
+#ifdef FMV_MBARRIER
+    unsigned done = 0;
+    while (!done)
+        asm volatile(
+            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(smem_address(bar)), "r"(parity)
+            : "memory");
+#endif
+}
+
 }  // namespace fmv

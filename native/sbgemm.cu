@@ -1,8 +1,10 @@
 // sbgemm.cu -- per-frequency products with several right-hand sides (stage 3).
 // Forward: sbgemm_fwd (Fhat through registers, X staged; any number of rows),
-// sbgemm_staged (Fhat and X staged by asynchronous copies; up to 64 TM rows)
-// and sbgemm_tc (on the tensor cores, staged as sbgemm_staged; up to 256
-// rows; CUDA only), which the backend takes first where it can.  Adjoint:
+// sbgemm_staged (Fhat and X staged by asynchronous copies; up to 64 TM rows),
+// sbgemm_tc (on the tensor cores, staged as sbgemm_staged; up to 256 rows;
+// CUDA only) and sbgemm_tc_pipe (sbgemm_tc in complex64 with warps and the
+// copy engine that bring its chunks in; compute capability 9.0), which the
+// backend takes first where it can.  Adjoint:
 // sbgemm_adj_tc (on the tensor cores; CUDA only), at the end of the file.
 //
 //   A : rows of Fhat, row i of frequency f at A + (f * lda + i) * nm (lda >= nd), complex TA
@@ -571,6 +573,63 @@ template <typename R, int NH> struct Sums3M {
     }
 };
 
+// One chunk's products of a warp of sbgemm_tc or sbgemm_tc_pipe: its k-steps ph, ph + P, ... of the chunk's BK
+// columns; a_at(u, e, j) is the lane's element e of A's fragment at its u-th k-step, in column j of the chunk and
+// row g (e even) or g + 8 (e odd) of its tile, xb the chunk's stage [BK][XS] of X; g, t: the lane's place in the
+// fragments.
+template <typename TA, int KB, int BK, int P, int XS, typename AAt>
+FMV_DEV void tc_chunk_products(Sums3M<typename real_of<TA>::type, KB / 8>& acc, const AAt& a_at, const TA* xb,
+                               int g, int t, int ph) {
+    typedef TensorProduct<TA> Product;
+    constexpr int NH = KB / 8;
+    xb += g;
+#pragma unroll
+    for (int u = 0; u < BK / (8 * P); ++u) {
+        const int j = 8 * (ph + u * P) + t;
+        const TA a[4] = {a_at(u, 0, j), a_at(u, 1, j), a_at(u, 2, j + 4), a_at(u, 3, j + 4)};
+        const typename Product::AFragments af = Product::a_fragments(a);
+#pragma unroll
+        for (int h = 0; h < NH; ++h)
+            Product::products(acc.terms[h], acc.terms[NH + h], acc.terms[2 * NH + h], af, xb[j * XS + 8 * h],
+                              xb[(j + 4) * XS + 8 * h]);
+    }
+}
+
+// The end of sbgemm_tc and sbgemm_tc_pipe, for every thread of the block once its shared memory red is free: the
+// sums of warp (mt, ph) go to Y.  Phases 1 .. P-1 leave theirs in red, phase 0 adds them in order and writes its
+// rows; a warp of phase P or more (sbgemm_tc_pipe's producer) takes no part but the barrier.
+template <typename TA, int KB, int BK, int P>
+FMV_DEV void tc_store(const Sums3M<typename real_of<TA>::type, KB / 8>& acc, typename real_of<TA>::type* red,
+                      TA* __restrict__ Y, const BlockShare<BK, KB>& b, int nf, int nd, int K, int MT) {
+    constexpr int NH = KB / 8;
+    const int tid = threadIdx.x, lane = tid & 31, g = lane >> 2, t = lane & 3;
+    const int mt = (tid >> 5) % MT, ph = (tid >> 5) / MT, slot = tid % (32 * MT);
+    if (ph > 0 && ph < P) {
+        typename real_of<TA>::type* r = red + ((ph - 1) * 32 * MT + slot) * 8 * NH;
+#pragma unroll
+        for (int n = 0; n < 2 * NH; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) r[n * 4 + e] = acc.sum[n][e];
+    }
+    __syncthreads();
+    if (ph == 0) {
+        TA* ys = Y + (index_t)b.split * nf * nd * K;
+#pragma unroll
+        for (int h = 0; h < NH; ++h)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {  // fragment element e: row g (+8 for e >= 2), column 2t + (e & 1)
+                typename real_of<TA>::type re = acc.sum[h][e], im = acc.sum[NH + h][e];
+#pragma unroll
+                for (int p = 1; p < P; ++p) {
+                    re += red[((p - 1) * 32 * MT + slot) * 8 * NH + h * 4 + e];
+                    im += red[((p - 1) * 32 * MT + slot) * 8 * NH + (NH + h) * 4 + e];
+                }
+                const int i = 16 * mt + g + 8 * (e >> 1), k = 8 * h + 2 * t + (e & 1);
+                if (i < nd && k < b.kn) ys[((index_t)b.f * nd + i) * K + b.k0 + k] = cmake<TA>(re, im);
+            }
+    }
+}
+
 }  // namespace fmv
 
 template <typename TA, int KB, int BK, int NS, int P, int VA, int VX, int MAXT, int MINB>
@@ -580,7 +639,6 @@ sbgemm_tc(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y
     fmv::let_next_grid_start();
     fmv::wait_for_prior_grids();
     typedef typename fmv::real_of<TA>::type R;
-    typedef fmv::TensorProduct<TA> Product;
     constexpr int NH = KB / 8;  // tiles of 8 output columns per half (Re, Im)
     constexpr int AS = BK + 4;
     constexpr int XS = KB + (sizeof(TA) == 16 ? 2 : 4);
@@ -601,52 +659,116 @@ sbgemm_tc(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y
 
     fmv::Sums3M<R, NH> acc;
     const int r0 = fmv::min_(16 * mt + g, nd - 1) * AS, r1 = fmv::min_(16 * mt + g + 8, nd - 1) * AS;
-
     fmv::for_each_staged_chunk<NS>(b.nchunks, issue, [&](int c) {
         const TA* ab = as + (c % NS) * nd * AS;
-        const TA* xb = xs + (c % NS) * BK * XS + g;
-#pragma unroll
-        for (int u = 0; u < BK / (8 * P); ++u) {
-            const int j = 8 * (ph + u * P) + t;
-            const TA a[4] = {ab[r0 + j], ab[r1 + j], ab[r0 + j + 4], ab[r1 + j + 4]};
-            const typename Product::AFragments af = Product::a_fragments(a);
-#pragma unroll
-            for (int h = 0; h < NH; ++h)
-                Product::products(acc.terms[h], acc.terms[NH + h], acc.terms[2 * NH + h], af, xb[j * XS + 8 * h],
-                                  xb[(j + 4) * XS + 8 * h]);
-        }
-        if (Product::fold) acc.add_terms();
+        fmv::tc_chunk_products<TA, KB, BK, P, XS>(
+            acc, [&](int, int e, int j) { return ab[(e & 1 ? r1 : r0) + j]; }, xs + (c % NS) * BK * XS, g, t, ph);
+        if (fmv::TensorProduct<TA>::fold) acc.add_terms();
     });
-    if (!Product::fold) acc.add_terms();
+    if (!fmv::TensorProduct<TA>::fold) acc.add_terms();
+    fmv::tc_store<TA, KB, BK, P>(acc, reinterpret_cast<R*>(fmv_smem), Y, b, nf, nd, K, MT);
+}
 
-    // phases 1 .. P-1 leave their sums in shared memory, phase 0 adds them in order and writes Y
-    R* red = reinterpret_cast<R*>(fmv_smem);  // [P - 1][32 MT][2 NH][4]
-    const int slot = tid % (32 * MT);
-    if (ph > 0) {
-        R* r = red + ((ph - 1) * 32 * MT + slot) * 8 * NH;
-#pragma unroll
-        for (int n = 0; n < 2 * NH; ++n)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) r[n * 4 + e] = acc.sum[n][e];
+// ---------------------------------------------------------------------------
+// Forward product in complex64 on the tensor cores as in sbgemm_tc, its
+// chunks brought in by warps of their own (compute capability 9.0).  Warps 0
+// .. MT P - 1 compute as sbgemm_tc's do.  The CW warps after them, the
+// producers, bring each chunk of BK columns into a stage of shared memory:
+// A's rows (< nd) by tensor copies (the copy engine; thread 32 MT P issues
+// them, amap a 3-D tensor map of A, backend/tensormap.py), BC = 16 columns a
+// box, 128-byte rows swizzled (16-byte piece q of row r at q ^ r % 8: a
+// fragment load's lanes fall in distinct banks), and X by the producers'
+// asynchronous copies (ChunkCopies), each thread of which arrives at the
+// stage's `full` barrier once its copies have landed.  A computing warp waits
+// there, takes the chunk's products and arrives at the stage's `empty`
+// barrier, which the producers wait on before they refill the stage.  So no
+// barrier holds the block together between chunks, the computing warps spend
+// no instruction on copies (in sbgemm_tc about a sixth of their
+// instructions, where the issue slots bind), and with chunks of 64 columns
+// each row of A is read in runs of 512 bytes (BK = 32, 256 bytes: the copies
+// alone took 1.38 against 1.19x the floor at K = 16; docs/gpu-kernels.md,
+// stop 44).  A split's columns end on a chunk (cw a multiple of BK), and the
+// last split's columns past nm are zeros: A's by the tensor copy, X's by
+// ChunkCopies.  Needs A 16-byte aligned and nm even (the tensor map's rows).
+// Launch: blockDim.x = 32 (MT P + CW) <= MAXT, gridDim as sbgemm_tc, dynamic
+// shared memory 16 NS + 1024 + max(NS stage, (P - 1) 32 MT KB 4) bytes, stage
+// = BK / 16 boxes of ceil(nd 128 / 1024) 1024 bytes, then BK XS 8 bytes of X,
+// rounded up to 1024 bytes; XS as in sbgemm_tc, VX as in sbgemm_tc.
+// ---------------------------------------------------------------------------
+template <int KB, int BK, int NS, int P, int CW, int VX, int MAXT, int MINB>
+__global__ void __launch_bounds__(MAXT, MINB)
+sbgemm_tc_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float2* __restrict__ Y, const void* amap,
+               int nf, int nd, int nm, int K, int S, int cw, int lda) {
+    fmv::let_next_grid_start();
+    fmv::wait_for_prior_grids();
+    typedef float2 TA;
+    constexpr int NH = KB / 8;
+    constexpr int XS = KB + 4;
+    constexpr int BC = 16;  // columns of a box: 128-byte rows
+    static_assert((KB == 8 || KB == 16) && BK % BC == 0 && (BK / 8) % P == 0 && NS >= 2, "tile");
+    extern __shared__ double2 fmv_smem[];
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(fmv_smem);  // [NS]
+    unsigned long long* empty = full + NS;                                       // [NS]
+    // stage s at base + s * stage: BK / BC boxes of A's rows, each 1024-byte aligned (the swizzle's period), then X
+    const int abox = (nd * 128 + 1023) & ~1023, abytes = BK / BC * abox;
+    const int stage = (abytes + BK * XS * (int)sizeof(TA) + 1023) & ~1023;
+    char* base = reinterpret_cast<char*>(fmv_smem) + 16 * NS;
+    base += (1024 - fmv::smem_address(base) % 1024) % 1024;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int MT = (nd + 15) / 16, workers = MT * P;
+    const fmv::BlockShare<BK, KB> b(S, cw, nm, K);
+    if (tid < NS) {
+        fmv::mbar_init(full + tid, 32 * CW + 1);
+        fmv::mbar_init(empty + tid, workers);
     }
+    fmv::mbar_init_fence();
     __syncthreads();
-    if (ph == 0) {
+
+    fmv::Sums3M<float, NH> acc;
+    if (warp >= workers) {  // the producers
+        const fmv::ChunkCopies<TA, BK, KB, 1, VX, BK, XS> copies(A, X, 0, nm, K, lda, b, tid - 32 * workers,
+                                                                  32 * CW);  // X's copies alone (no rows of A)
+        for (int c = 0; c < b.nchunks; ++c) {
+            const int s = c % NS;
+            char* st = base + s * stage;
+            if (c >= NS) fmv::mbar_wait(empty + s, (c / NS - 1) & 1);
+            if (tid == 32 * workers) {
+                fmv::mbar_arrive_expect_tx(full + s, (unsigned)(BK / BC * nd * 128));
 #pragma unroll
-        for (int n = 0; n < 2 * NH; ++n)
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-#pragma unroll
-                for (int p = 1; p < P; ++p) acc.sum[n][e] += red[((p - 1) * 32 * MT + slot) * 8 * NH + n * 4 + e];
-        TA* ys = Y + (index_t)b.split * nf * nd * K;
-#pragma unroll
-        for (int h = 0; h < NH; ++h)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {  // fragment element e: row g (+8 for e >= 2), column 2t + (e & 1)
-                const int i = 16 * mt + g + 8 * (e >> 1), k = 8 * h + 2 * t + (e & 1);
-                if (i < nd && k < b.kn)
-                    ys[((index_t)b.f * nd + i) * K + b.k0 + k] = fmv::cmake<TA>(acc.sum[h][e], acc.sum[NH + h][e]);
+                for (int q = 0; q < BK / BC; ++q)
+                    fmv::tensor_copy_3d(st + q * abox, amap, b.jbeg + c * BK + q * BC, 0, b.f, full + s);
             }
+            copies.issue(c, reinterpret_cast<TA*>(st), reinterpret_cast<TA*>(st + abytes));
+            fmv::cp_async_arrive(full + s);
+        }
+    } else {
+        const int g = lane >> 2, t = lane & 3, mt = warp % MT, ph = warp / MT;
+        const int ra = fmv::min_(16 * mt + g, nd - 1), rb = fmv::min_(16 * mt + g + 8, nd - 1);
+        // where in a stage the lane's values of A lie, worked out once: element e of its fragment at its u-th
+        // k-step, column j, at box j / BC, row r, 16-byte piece (j % BC) / 2 ^ r % 8 (the swizzle), half j % 2
+        int aoff[BK / (8 * P)][4];
+#pragma unroll
+        for (int u = 0; u < BK / (8 * P); ++u)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int r = e & 1 ? rb : ra, j = 8 * (ph + u * P) + t + 4 * (e >> 1);
+                aoff[u][e] = j / BC * abox + r * 128 + (((j % BC / 2) ^ (r & 7)) << 4) + (j & 1) * 8;
+            }
+        for (int c = 0; c < b.nchunks; ++c) {
+            const int s = c % NS;
+            const char* st = base + s * stage;
+            fmv::mbar_wait(full + s, (c / NS) & 1);
+            fmv::tc_chunk_products<TA, KB, BK, P, XS>(
+                acc, [&](int u, int e, int) { return *reinterpret_cast<const TA*>(st + aoff[u][e]); },
+                reinterpret_cast<const TA*>(st + abytes), g, t, ph);
+            __syncwarp();
+            if (lane == 0) fmv::mbar_arrive(empty + s);  // this warp is done with the stage
+            acc.add_terms();
+        }
     }
+    __syncthreads();  // every chunk has landed and been used: the stages are free for the phases' sums
+    fmv::tc_store<TA, KB, BK, P>(acc, reinterpret_cast<float*>(base), Y, b, nf, nd, K, MT);
 }
 
 // ---------------------------------------------------------------------------
@@ -802,6 +924,11 @@ FMV_TC(float2, 8, 32, 3, 4, 2, 2, 256, 2)
 FMV_TC(float2, 8, 16, 4, 1, 2, 1, 256, 3)
 FMV_TC(double2, 16, 16, 3, 1, 1, 1, 256, 2)
 FMV_TC(double2, 8, 16, 3, 2, 1, 1, 512, 1)
+#define FMV_TC_PIPE(KB, BK, NS, P, CW, VX, MAXT, MINB)                                                            \
+    template __global__ void sbgemm_tc_pipe<KB, BK, NS, P, CW, VX, MAXT, MINB>(                                   \
+        const float2*, const float2*, float2*, const void*, int, int, int, int, int, int, int);
+FMV_TC_PIPE(16, 64, 3, 2, 1, 2, 512, 1)
+FMV_TC_PIPE(8, 64, 3, 2, 1, 1, 512, 1)
 #define FMV_ADJ_TC(TA, TX, KB, W, KS, NS, VA, MINB)                                                          \
     template __global__ void sbgemm_adj_tc<TA, TX, KB, W, KS, NS, VA, MINB>(const TA*, const TX*, TA*, int, int, int, \
                                                                             int, int, int);

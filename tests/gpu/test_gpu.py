@@ -728,16 +728,23 @@ def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
     tol = 5e-14 if ta == np.complex128 else 2e-6
     shapes = ((3, 1, 1, 2), (2, 7, 33, 3), (3, 9, 257, 5), (2, 100, 1000, 16), (2, 130, 77, 9), (2, 17, 500, 17),
               (2, 5, 3, 33), (1, 64, 4096, 16), (2, 3, 40, 8), (2, 70, 129, 4), (2, 300, 50, 12),
-              (2, 330, 50, 10), (3, 250, 301, 6), (2, 16, 64, 7))
-    tensor, staged = dict(be.gemm_tensor), dict(be.gemm_staged)
+              (2, 330, 50, 10), (3, 250, 301, 6), (2, 16, 64, 7), (3, 37, 250, 10), (2, 112, 66, 14),
+              (2, 33, 98, 4), (2, 16, 2, 16), (3, 113, 130, 16))
+    tensor, pipe, staged = dict(be.gemm_tensor), dict(be.gemm_tensor_pipe), dict(be.gemm_staged)
     kinds = ("sbgemm_tc", "sbgemm_staged", "sbgemm_fwd") if be.tensor_cores_for(ta) else ("sbgemm_staged",
                                                                                          "sbgemm_fwd")
+    # sbgemm_tc_pipe (complex64, Fhat by tensor copies where its rows allow) in blocks of up to 512 threads
+    # (chunks of 64 columns, phases of the k-steps) and of 256 (32 columns)
+    pipe_tiles = {"sbgemm_tc_pipe": (64, 3, 1, 1), "sbgemm_tc_pipe/256": (32, 3, 2, 1)}
+    kinds += tuple(pipe_tiles) if ta == np.complex64 and be.mbarriers else ()
     try:
         for (nf, nd, nm, K), kind in itertools.product(shapes, kinds):
-            be.gemm_tensor = tensor if kind == "sbgemm_tc" else {key: None for key in tensor}
+            be.gemm_tensor = tensor if kind.startswith("sbgemm_tc") else {key: None for key in tensor}
+            be.gemm_tensor_pipe = {key: pipe_tiles.get(kind) for key in pipe}
             be.gemm_staged = staged if kind != "sbgemm_fwd" else {key: None for key in staged}
             be._launch.clear()
-            tc_taken = kind == "sbgemm_tc" and nd <= 256
+            pipe_taken = kind in pipe_tiles and nm % 2 == 0 and nd <= 112  # (beyond, as its warps and memory fit)
+            tc_taken = kind.startswith("sbgemm_tc") and nd <= 256 and not pipe_taken
             for S, rows in ((None, None), (1, None), (3, None), (None, (2, 2 + nd))):
                 be.gemm_splits = S
                 full = nd + 5 if rows else nd
@@ -754,10 +761,14 @@ def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
                 if S == 3:  # the forced splits were taken, not a launch cached before
                     assert ((3,) + out.shape, np.dtype(ta), "sbgemm-splits") in be._scratch
                 taken = gemm_kernels_taken(be)
-                assert ("sbgemm_tc" in taken) == tc_taken, (nf, nd, nm, K, kind, taken)
+                if kind in pipe_tiles and nm % 2 == 0 and 112 < nd <= 256:
+                    assert len(taken & {"sbgemm_tc", "sbgemm_tc_pipe"}) == 1, (nf, nd, nm, K, kind, taken)
+                else:
+                    assert ("sbgemm_tc" in taken) == tc_taken, (nf, nd, nm, K, kind, taken)
+                    assert ("sbgemm_tc_pipe" in taken) == pipe_taken, (nf, nd, nm, K, kind, taken)
     finally:
         be.gemm_splits = None
-        be.gemm_staged, be.gemm_tensor = staged, tensor
+        be.gemm_staged, be.gemm_tensor, be.gemm_tensor_pipe = staged, tensor, pipe
 
 
 @pytest.mark.parametrize("K", [1, 12, 20])
@@ -783,18 +794,22 @@ def test_sbgemm_tc_accuracy(gemm_gpu, rng):
     x = (rng.standard_normal((nf, nm, K)) + 1j * rng.standard_normal((nf, nm, K))).astype(np.complex64)
     ref = A.astype(np.complex128) @ x.astype(np.complex128)
     errs = {}
-    tensor = dict(be.gemm_tensor)
+    tensor, pipe = dict(be.gemm_tensor), dict(be.gemm_tensor_pipe)
+    kinds = ("sbgemm_tc", "sbgemm_staged") + (("sbgemm_tc_pipe",) if be.mbarriers else ())
     try:
-        for kind in ("sbgemm_tc", "sbgemm_staged"):
-            be.gemm_tensor = tensor if kind == "sbgemm_tc" else {key: None for key in tensor}
+        for kind in kinds:
+            be.gemm_tensor = tensor if kind.startswith("sbgemm_tc") else {key: None for key in tensor}
+            be.gemm_tensor_pipe = {key: (64, 3, 1, 1) if kind == "sbgemm_tc_pipe" else None for key in pipe}
             be._launch.clear()
             out = cupy.empty((nf, nd, K), np.complex64)
             be.sbgemv(cupy.asarray(A), cupy.asarray(x), out, adjoint=False)
             assert gemm_kernels_taken(be) == {kind}
             errs[kind] = rel_err(out.get(), ref)
     finally:
-        be.gemm_tensor = tensor
+        be.gemm_tensor, be.gemm_tensor_pipe = tensor, pipe
     assert errs["sbgemm_tc"] < 2 * errs["sbgemm_staged"], errs
+    if "sbgemm_tc_pipe" in errs:
+        assert errs["sbgemm_tc_pipe"] < 2 * errs["sbgemm_staged"], errs
 
 
 @pytest.mark.parametrize("tile", [None, (8, 2, 4, 1), (4, 1, 3, 2), (2, 4, 2, 2)], ids=["default", "w8", "w4", "w2"])

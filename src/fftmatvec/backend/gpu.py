@@ -112,6 +112,10 @@ def _pow2_at_least(n: int) -> int:
     return p
 
 
+def _round_up(n: int, step: int) -> int:
+    return -(-n // step) * step
+
+
 #: The radices native/fft.cu has butterflies for (``fmv::Dft``).
 FFT_BUTTERFLIES = frozenset({2, 3, 4, 5, 7, 8, 10})
 
@@ -271,6 +275,13 @@ class GPUBackend(Backend):
         the forward products of ``native/sbgemm.cu`` before ``sbgemm_staged``
         and ``sbgemm_fwd`` when set and :attr:`tensor_cores` (complex64) or
         :attr:`tensor_cores_f64` (complex128) is true.
+    gemm_tensor_pipe : dict[numpy.dtype, tuple or None]
+        Tile ``(BK, NS, MINB, CW)`` of ``sbgemm_tc_pipe`` (complex64 only),
+        ``sbgemm_tc`` with its chunks brought in by CW warps of their own and
+        the copy engine, which takes those products first when set,
+        :attr:`gemm_tensor` is set too, :attr:`mbarriers` is true, ``Fhat`` is
+        16-byte aligned with ``Nm`` even and its warps and shared memory fit
+        (``$FFTMATVEC_GEMM_PIPE=0`` unsets it).
     adj_tensor : dict[numpy.dtype, tuple or None]
         Tile ``(W, KS, NS, MINB)`` of ``sbgemm_adj_tc`` (the adjoint on the
         tensor cores, as ``sbgemm_tc``), which takes adjoint products with
@@ -282,6 +293,10 @@ class GPUBackend(Backend):
         The device runs TF32 ``mma.sync`` (CUDA, compute capability 8.0 or higher).
     tensor_cores_f64 : bool
         The device runs float64 ``mma.sync.m16n8k8`` (CUDA, compute capability 9.0 or higher).
+    mbarriers : bool
+        The device has shared-memory barriers that asynchronous copies arrive
+        on (``mbarrier``, ``cp.async.mbarrier.arrive``: CUDA, compute
+        capability 9.0 or higher).
     graph_max_bytes : int
         ``Fhat`` size up to which the engine records its stages (or its one
         :meth:`direct_plan` kernel) as a CUDA graph and replays it (default:
@@ -358,6 +373,7 @@ class GPUBackend(Backend):
         cc = int(self._device.compute_capability)
         self.tensor_cores = not kernels.is_hip() and cc >= 80
         self.tensor_cores_f64 = not kernels.is_hip() and cc >= 90
+        self.mbarriers = not kernels.is_hip() and cc >= 90
         self.device_name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
         # measured on an H200 at Nm=5000, Nd=100, Nt=1000 (benchmarks/gpu_probe.py, part kgemm,
         # benchmarks/results/h200-probe-gemm-stop15.jsonl and h200-probe-kgemm-stop20.jsonl): the native
@@ -384,6 +400,14 @@ class GPUBackend(Backend):
         # multiprocessor, chunks of 32 columns (h200-probe-gemmvar-stop20{,-b}.jsonl: 1.23-1.25x at K = 16,
         # against 1.25-1.27x for two blocks with chunks of 16 and 1.34-1.36x for one; more stages were slower)
         self.gemm_tensor: dict[np.dtype, tuple | None] = {c64: (32, 3, 2), c128: (32, 3, 1)}
+        # sbgemm_tc_pipe (sbgemm_tc with its chunks brought in by warps of their own) before sbgemm_tc:
+        # (BK, NS, MINB, CW); h200-gemm-ab-pipe-tiles-stop44-b.jsonl: chunks of 64 columns, one block of 14
+        # computing warps a multiprocessor, at the big size K = 16 1.57-1.58x the floor against sbgemm_tc's
+        # 1.86-1.90x, K = 8 1.20x against 1.39x, K = 4 1.19x against 1.36x
+        self.gemm_tensor_pipe: dict[np.dtype, tuple | None] = {c64: (64, 3, 1, 1), c128: None}
+        self._tensor_maps: dict[tuple, Any] = {}
+        if os.environ.get("FFTMATVEC_GEMM_PIPE", "1") == "0":
+            self.gemm_tensor_pipe = {c64: None, c128: None}
         # sbgemm_adj_tc (the adjoint on the tensor cores) for adj_tensor_min_k <= K <= 16, before cuBLAS and
         # the one-column kernels: (W, KS, NS, MINB) (benchmarks/results/h200-probe-adjvar-tiles-stop33.jsonl, two
         # runs: 1.30-1.31x the floor in complex128 and 1.55-1.63x in complex64 at K = 16, 1.09-1.10 and 1.21x
@@ -1335,7 +1359,8 @@ class GPUBackend(Backend):
         KB = min(16, _pow2_at_least(max(2, K)))
         x_pairs = K % 2 == 0 and (x_hat.dtype != ta or x_hat.data.ptr % 16 == 0)  # (a cast X is a fresh buffer)
         key = ("gemm", nf, nd, nm, K, ta, x_hat.dtype, lda, aligned, x_pairs, self.gemm_splits,
-               self.gemm_tensor.get(ta), self.gemm_staged.get(ta), self.gemm_tiles.get((ta, KB)))
+               self.gemm_tensor.get(ta), self.gemm_tensor_pipe.get(ta), self.gemm_staged.get(ta),
+               self.gemm_tiles.get((ta, KB)))
         cfg = self._launch.get(key)
         if cfg is None:
             cfg = self._launch[key] = self._gemm_config(nf, nd, nm, K, KB, ta, np.dtype(x_hat.dtype), lda, aligned,
@@ -1346,7 +1371,10 @@ class GPUBackend(Backend):
             self._ccast(x_hat, xc, 1.0)
             x_hat = xc
         dst = out if S == 1 else self.scratch((S,) + out.shape, ta, "sbgemm-splits")
-        self._run_kernel(fn, grid, block, (Fhat, x_hat, dst) + tail, smem)
+        if kind == "sbgemm_tc_pipe":  # and the tensor map of Fhat by which it copies
+            self._run_kernel(fn, grid, block, (Fhat, x_hat, dst, self._rows_map(Fhat, lda)) + tail, smem)
+        else:
+            self._run_kernel(fn, grid, block, (Fhat, x_hat, dst) + tail, smem)
         if S > 1:
             self._sum_splits(dst, out, S)
 
@@ -1372,6 +1400,45 @@ class GPUBackend(Backend):
         S = S if fill(1) > 1.08 * fill(S) else 1
         return max(1, min(S, nm // (4 * BX)))
 
+    def _gemm_pipe_config(self, nf, nd, nm, K, lda, x_pairs, tile):
+        """Launch of ``sbgemm_tc_pipe`` (complex64, tile ``(BK, NS, MINB,
+        CW)``; ``x_pairs`` as for ``sbgemm_tc``), or None where its warps or
+        its shared memory do not fit.  Its computing warps, row tiles of 16
+        times phases of the k-steps, take as many phases as fit beside the CW
+        warps that copy in blocks of 256 threads (MINB > 1) or 512."""
+        BK, NS, MINB, CW = tile
+        KB = 8 if K <= 8 else 16
+        MT = -(-nd // 16)
+        MAXT = 256 if MINB > 1 else 512
+        P = next((p for p in (4, 2, 1) if 32 * (MT * p + CW) <= MAXT and (BK // 8) % p == 0), None)
+        stage = _round_up(BK // 16 * _round_up(nd * 128, 1024) + BK * tc_x_stride(np.complex64, KB) * 8, 1024)
+        smem = 16 * NS + 1024 + max(NS * stage, ((P or 1) - 1) * 32 * MT * KB * 4)
+        if P is None or smem > self.smem_limit:
+            return None
+        VX = 2 if x_pairs else 1
+        fn = kernels.kernel("sbgemm.cu", "sbgemm_tc_pipe", KB, BK, NS, P, CW, VX, MAXT, MINB)
+        _allow_shared_memory(fn, smem)
+        threads = 32 * (MT * P + CW)
+        S = self._gemm_splits(fn, nf, threads, nm, BK, smem)
+        cw = _round_up(-(-nm // S), BK)  # splits end on chunks: a box of the tensor copy does not stop at a split's end
+        tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw), np.int32(lda))
+        return fn, (nf * S, -(-K // KB)), (threads,), smem, tail, S, "sbgemm_tc_pipe"
+
+    def _rows_map(self, Fhat: Array, lda: int) -> Array:
+        """The tensor map of ``Fhat`` (complex64, ``lda`` rows a frequency) in
+        boxes of all its rows and 16 columns, on the device, made once per
+        array (tensormap.rows_map)."""
+        from .tensormap import rows_map
+
+        nf, nd, nm = Fhat.shape
+        key = (Fhat.data.ptr, nf, nd, nm, lda)
+        tmap = self._tensor_maps.get(key)
+        if tmap is None:
+            if len(self._tensor_maps) >= 64:
+                self._tensor_maps.clear()
+            tmap = self._tensor_maps[key] = self._cupy.asarray(rows_map(Fhat.data.ptr, (nf, nd, nm), lda, nd))
+        return tmap
+
     def _gemm_config(self, nf, nd, nm, K, KB, ta, tx, lda, aligned, x_pairs):
         """Launch of ``sbgemm_tc`` (:attr:`gemm_tensor` set, tensor cores
         present, ``nd <= 256``; 8 or 16 right-hand sides a block), else of
@@ -1383,6 +1450,11 @@ class GPUBackend(Backend):
         128 threads)."""
         tensor = self.gemm_tensor.get(ta)
         c64 = ta == np.complex64
+        pipe = self.gemm_tensor_pipe.get(ta)
+        if pipe is not None and tensor is not None and self.mbarriers and c64 and aligned and nm % 2 == 0:
+            cfg = self._gemm_pipe_config(nf, nd, nm, K, lda, x_pairs, pipe)
+            if cfg is not None:
+                return cfg
         if tensor is not None and self.tensor_cores_for(ta) and nd <= 256:
             KB = 8 if K <= 8 else 16  # fewer right-hand sides are zero columns: the same time as 8
             MT = -(-nd // 16)
