@@ -109,34 +109,20 @@ __device__ __forceinline__ void mma884(double (&d)[2], double a, double b) {
         : "d"(a), "d"(b));
 }
 
-// Shared-memory barriers (mbarrier) and 1-D bulk copies (cp.async.bulk: one contiguous run, global to shared,
-// at evict-first priority in the L2), whose bytes count down the barrier's transaction count as they land.
-__device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void mbar_init(unsigned long long* bar) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect(unsigned long long* bar, unsigned bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
-    unsigned done = 0;
-    while (!done)
-        asm volatile(
-            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-            : "=r"(done)
-            : "r"(smem_addr(bar)), "r"(parity)
-            : "memory");
-}
+// 1-D bulk copies (cp.async.bulk: one contiguous run, global to shared, at evict-first priority in the L2),
+// whose bytes count down a shared-memory barrier's transaction count as they land (the barriers: fmv::mbar_*,
+// native/fftmatvec_common.cuh).
 __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, unsigned long long* bar,
                                           bool evict_first) {
     if (evict_first)
         asm volatile("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_first.b64 pol, 1.0;\n\t"
                      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], "
-                     "%2, [%3], pol;\n\t}" ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar))
+                     "%2, [%3], pol;\n\t}" ::"r"(fmv::smem_address(dst)), "l"(src), "r"(bytes),
+                     "r"(fmv::smem_address(bar))
                      : "memory");
     else
         asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                         smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar))
+                         fmv::smem_address(dst)), "l"(src), "r"(bytes), "r"(fmv::smem_address(bar))
                      : "memory");
 }
 
@@ -150,12 +136,9 @@ __device__ __forceinline__ void prefetch_l2(const void* src, unsigned bytes) {
 __device__ __forceinline__ void tensor_copy(void* dst, const void* map, int c0, int r0, unsigned long long* bar) {
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::
-            "r"(smem_addr(dst)),
-        "l"(map), "r"(c0), "r"(r0), "r"(smem_addr(bar))
+            "r"(fmv::smem_address(dst)),
+        "l"(map), "r"(c0), "r"(r0), "r"(fmv::smem_address(bar))
         : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
 // The Stockham passes of radices Rs... from NS on, between two buffers; returns the one holding the result.
@@ -415,10 +398,10 @@ k16_fused(const double* __restrict__ x, const void* __restrict__ Fhat, double* s
     const index_t bufsize = (index_t)(M + 1) * P * 2 * K;
     if (BULK && threadIdx.x == 0) {
         for (int s = 0; s < NS; ++s) {
-            mbar_init(full + s);
+            fmv::mbar_init(full + s, 1);
             done[s] = 0;
         }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        fmv::mbar_init_fence();
     }
     __syncthreads();
     unsigned target = 0;
@@ -450,7 +433,7 @@ k16_fused(const double* __restrict__ x, const void* __restrict__ Fhat, double* s
                     if (j >= nsteps) return;
                     unsigned long long* bar = full + (kbase + j) % NS;
                     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // after the ring's last reads
-                    mbar_arrive_expect(bar, (unsigned)(8 * sw.step + nq * 8 * K * 16));
+                    fmv::mbar_arrive_expect_tx(bar, (unsigned)(8 * sw.step + nq * 8 * K * 16));
                     bulk_copy(stage, Apk + sw.block_base + (c * P / 8 + j) * sw.step, (unsigned)(8 * sw.step), bar,
                               true);
                     for (int qq = 0; qq < nq; ++qq)
@@ -482,7 +465,7 @@ k16_fused(const double* __restrict__ x, const void* __restrict__ Fhat, double* s
             for (int j = 0; j < nsteps; ++j) {
                 const int s = (kbase + j) % NS;
                 if constexpr (BULK) {
-                    if (copies) mbar_wait(full + s, (kbase + j) / NS & 1);
+                    if (copies) fmv::mbar_wait(full + s, (kbase + j) / NS & 1);
                 } else {
                     if (copies) fmv::cp_async_wait<NS - 2>();
                     __syncthreads();  // every copy of step j is in, and every thread is done with j - 1
@@ -552,7 +535,7 @@ __device__ void wait_count(const unsigned* counter, int index, unsigned target, 
         asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter + index) : "memory");
     } while (seen < target && !gave_up(start, watch, kind, index));
 }
-// mbar_wait, bounded (kind 3, index kk)
+// fmv::mbar_wait, bounded (kind 3, index kk)
 __device__ void mbar_wait_bounded(unsigned long long* bar, unsigned parity, unsigned* watch, int kk) {
     const long long start = clock64();
     unsigned done;
@@ -560,7 +543,7 @@ __device__ void mbar_wait_bounded(unsigned long long* bar, unsigned parity, unsi
         asm volatile(
             "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
             : "=r"(done)
-            : "r"(smem_addr(bar)), "r"(parity)
+            : "r"(fmv::smem_address(bar)), "r"(parity)
             : "memory");
     while (!done && !gave_up(start, watch, 3, kk));
 }
@@ -673,9 +656,9 @@ __device__ void transforms_ws(const double* __restrict__ x, const void* xmap, do
         if constexpr (TMA) {  // (parameters past nm: zeros, outside the tensor; a round not fetched still arrives)
             if (rr >= nrounds || tid != 0) return;
             unsigned long long* bar = rbar + rr % D;
-            if (phases & 32) return mbar_arrive(bar);
+            if (phases & 32) return fmv::mbar_arrive(bar);
             asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // after the round's reads of the buffer
-            mbar_arrive_expect(bar, (unsigned)(X::SIZE * 8));
+            fmv::mbar_arrive_expect_tx(bar, (unsigned)(X::SIZE * 8));
             for (int pp = 0; pp < 2; ++pp)
                 for (int t0 = 0; t0 < N; t0 += 256)
                     tensor_copy(dst + pp * X::RAWP + t0 * KR, xmap, first_k(rr), (p0 + 4 * pp) * N + t0, bar);
@@ -808,8 +791,8 @@ k16_ws(const double* __restrict__ x, const void* xmap, const double* __restrict_
         }
         for (int r = threadIdx.x; r < M - 1; r += TW) Tp[r] = twp[r];
         if (TMA && threadIdx.x == 0) {
-            for (int i = 0; i < TEAMS * D; ++i) mbar_init(rbar + i);
-            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+            for (int i = 0; i < TEAMS * D; ++i) fmv::mbar_init(rbar + i, 1);
+            fmv::mbar_init_fence();
         }
         named_barrier<TW>(4);
         const int team = threadIdx.x / TT;
@@ -836,7 +819,7 @@ k16_ws(const double* __restrict__ x, const void* xmap, const double* __restrict_
         unsigned long long* bar = full + kk % NS;
         if (phases & 1) wait_count(ready, ch, 128 * TEAMS, watch, 2);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // after the ring's last reads
-        mbar_arrive_expect(bar, (unsigned)(8 * blk.step + blk.nq * 8 * K * 16));
+        fmv::mbar_arrive_expect_tx(bar, (unsigned)(8 * blk.step + blk.nq * 8 * K * 16));
         bulk_copy(stage, Apk + blk.base + J * blk.step, (unsigned)(8 * blk.step), bar, true);
         const double* sp = spec + ch % NB * bufsize;
         for (int qq = 0; qq < blk.nq; ++qq)
@@ -849,10 +832,10 @@ k16_ws(const double* __restrict__ x, const void* xmap, const double* __restrict_
             runs[odd] = {blk.block_base, blk.step, blk.qlo, blk.nq};
         }
         for (int s = 0; s < NS; ++s) {
-            mbar_init(full + s);
+            fmv::mbar_init(full + s, 1);
             done[s] = landed[s] = 0;
         }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        fmv::mbar_init_fence();
         for (int kk = 0; kk < NS; ++kk) issue(kk);
     }
     named_barrier<NP>(3);  // (the products' threads alone) the barriers are ready
