@@ -781,6 +781,21 @@ def test_sbgemv_no_rows(gemm_gpu, K):
     assert out.shape == (3, 0, K)
 
 
+def test_pipe_tensor_maps_outlive_their_first_use(gemm_gpu):
+    """sbgemm_tc_pipe's tensor map of an Fhat is kept however many other arrays get one: a recorded product
+    reads its map at each replay, so a map dropped and its memory reused would be read as garbage."""
+    be = gemm_gpu
+    if not be.mbarriers:
+        pytest.skip("no mbarriers (compute capability 9.0)")
+    A = cupy.zeros((2, 8, 64), np.complex64)
+    first = be._rows_map(A, 8)
+    others = [cupy.zeros((2, 8, 64 + 2 * i), np.complex64) for i in range(1, 80)]
+    for B in others:
+        be._rows_map(B, 8)
+    assert be._rows_map(A, 8) is first
+    assert first.nbytes == 128 and bool(first.any())  # an encoded map
+
+
 def test_sbgemm_tc_accuracy(gemm_gpu, rng):
     """The tensor-core product (3xTF32) is as accurate as the float32 one on
     long sums: the tensor core's own float32 sums drift with the number of

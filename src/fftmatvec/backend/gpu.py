@@ -384,7 +384,7 @@ class GPUBackend(Backend):
         # forward products with gemm_min_k <= K < blas_min_k take native/sbgemm.cu, the others of
         # fewer right-hand sides the one-column kernels; complex64 K = 3-16: sbgemm_tc on the tensor
         # cores (benchmarks/results/h200-gemm-ab-stop18.jsonl: 1.18x the floor at K = 8, 1.61x at
-        # K = 16), without them sbgemm_fwd for K = 3-8 (1.48-1.99x, against 1.96-2.05x for the
+        # K = 16), or sbgemm_tc_pipe before it (gemm_tensor_pipe, below), without them sbgemm_fwd for K = 3-8 (1.48-1.99x, against 1.96-2.05x for the
         # one-column kernels and 3.7x for cuBLAS) and sbgemm_staged for K = 9-16 (2.05x);
         # complex128 K = 3-16: sbgemm_tc in float64 from compute capability 9.0
         # (h200-probe-gemmvar-stop20{,-b}.jsonl: 1.09-1.12x at K = 4, 1.23-1.25x at K = 16, against
@@ -1427,15 +1427,16 @@ class GPUBackend(Backend):
     def _rows_map(self, Fhat: Array, lda: int) -> Array:
         """The tensor map of ``Fhat`` (complex64, ``lda`` rows a frequency) in
         boxes of all its rows and 16 columns, on the device, made once per
-        array (tensormap.rows_map)."""
+        address and shape (tensormap.rows_map).  The maps are kept for the
+        backend's life, never dropped: a recorded product reads its map at
+        each replay (128 bytes a map; an address reused by another array of
+        the same shape has the same map)."""
         from .tensormap import rows_map
 
         nf, nd, nm = Fhat.shape
         key = (Fhat.data.ptr, nf, nd, nm, lda)
         tmap = self._tensor_maps.get(key)
         if tmap is None:
-            if len(self._tensor_maps) >= 64:
-                self._tensor_maps.clear()
             tmap = self._tensor_maps[key] = self._cupy.asarray(rows_map(Fhat.data.ptr, (nf, nd, nm), lda, nd))
         return tmap
 
