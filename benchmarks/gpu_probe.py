@@ -559,10 +559,12 @@ def main(argv=None) -> int:
     def part_gemm_variants():
         """sbgemm_tc's and sbgemm_staged's tiles and sbgemm_fwd's lane layouts
         at K = 4, 8, 12 and 16, big size, each checked against cuBLAS's
-        product and timed beside it."""
+        product and timed beside it (sbgemm_tc_pipe turned off; its tiles:
+        benchmarks/gemm_ab.py --pipe-tile)."""
         eng = get_big()
         saved = (dict(be.gemm_tiles), dict(be.gemm_staged), dict(be.gemm_tensor), be.gemm_splits,
-                 dict(be.gemm_min_k), dict(be.blas_min_k))
+                 dict(be.gemm_min_k), dict(be.blas_min_k), dict(be.gemm_tensor_pipe))
+        be.gemm_tensor_pipe = {ta: None for ta in be.gemm_tensor_pipe}
         tensor = [("tensor", (32, 3, 2)), ("tensor", (16, 4, 3)), ("tensor", (16, 6, 2))]
         tensor128 = [("tensor", (32, 3, 1)), ("tensor", (16, 3, 1)), ("tensor", (16, 3, 2)), ("tensor", (16, 4, 1)),
                      ("tensor", (16, 6, 1))]
@@ -608,7 +610,8 @@ def main(argv=None) -> int:
                     emit(what="gemm_variant", ta=str(ta), K=K, kind=kind, kernel=cfg[6], tile=tile, S=S, S_used=cfg[5],
                          regs=int(cfg[0].num_regs), local_bytes=int(cfg[0].local_size_bytes), grid=cfg[1],
                          block=cfg[2], smem=cfg[3], time_s=t, floor_ratio=t / (A.nbytes / bw), rel_vs_cublas=err)
-        be.gemm_tiles, be.gemm_staged, be.gemm_tensor, be.gemm_splits, be.gemm_min_k, be.blas_min_k = saved
+        (be.gemm_tiles, be.gemm_staged, be.gemm_tensor, be.gemm_splits, be.gemm_min_k, be.blas_min_k,
+         be.gemm_tensor_pipe) = saved
         be._launch.clear()
 
     def part_adj_variants():
