@@ -384,8 +384,9 @@ class GPUBackend(Backend):
         # forward products with gemm_min_k <= K < blas_min_k take native/sbgemm.cu, the others of
         # fewer right-hand sides the one-column kernels; complex64 K = 3-16: sbgemm_tc on the tensor
         # cores (benchmarks/results/h200-gemm-ab-stop18.jsonl: 1.18x the floor at K = 8, 1.61x at
-        # K = 16), or sbgemm_tc_pipe before it (gemm_tensor_pipe, below), without them sbgemm_fwd for K = 3-8 (1.48-1.99x, against 1.96-2.05x for the
-        # one-column kernels and 3.7x for cuBLAS) and sbgemm_staged for K = 9-16 (2.05x);
+        # K = 16), or sbgemm_tc_pipe before it (gemm_tensor_pipe, below), without them sbgemm_fwd for
+        # K = 3-8 (1.48-1.99x, against 1.96-2.05x for the one-column kernels and 3.7x for cuBLAS) and
+        # sbgemm_staged for K = 9-16 (2.05x);
         # complex128 K = 3-16: sbgemm_tc in float64 from compute capability 9.0
         # (h200-probe-gemmvar-stop20{,-b}.jsonl: 1.09-1.12x at K = 4, 1.23-1.25x at K = 16, against
         # cuBLAS's 1.19 and 1.24-1.31x in the same runs), else cuBLAS (faster than the CUDA-core kernels)
@@ -405,7 +406,6 @@ class GPUBackend(Backend):
         # computing warps a multiprocessor, at the big size K = 16 1.57-1.58x the floor against sbgemm_tc's
         # 1.86-1.90x, K = 8 1.20x against 1.39x, K = 4 1.19x against 1.36x
         self.gemm_tensor_pipe: dict[np.dtype, tuple | None] = {c64: (64, 3, 1, 1), c128: None}
-        self._tensor_maps: dict[tuple, Any] = {}
         if os.environ.get("FFTMATVEC_GEMM_PIPE", "1") == "0":
             self.gemm_tensor_pipe = {c64: None, c128: None}
         # sbgemm_adj_tc (the adjoint on the tensor cores) for adj_tensor_min_k <= K <= 16, before cuBLAS and
@@ -473,6 +473,7 @@ class GPUBackend(Backend):
         self._plans: dict[tuple, Any] = {}
         self._launch: dict[tuple, tuple] = {}
         self._scratch: dict[tuple, Array] = {}
+        self._tensor_maps: dict[tuple, Array] = {}  # _rows_map's
         self._capture_stream = None
         self._copy_stream = None  # finite_check's reads
 
@@ -1420,7 +1421,7 @@ class GPUBackend(Backend):
         _allow_shared_memory(fn, smem)
         threads = 32 * (MT * P + CW)
         S = self._gemm_splits(fn, nf, threads, nm, BK, smem)
-        cw = _round_up(-(-nm // S), BK)  # splits end on chunks: a box of the tensor copy does not stop at a split's end
+        cw = _round_up(-(-nm // S), BK)  # splits end on chunks (a tensor copy's box does not stop at a split's end)
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw), np.int32(lda))
         return fn, (nf * S, -(-K // KB)), (threads,), smem, tail, S, "sbgemm_tc_pipe"
 
