@@ -1412,9 +1412,11 @@ class GPUBackend(Backend):
         MT = -(-nd // 16)
         MAXT = 256 if MINB > 1 else 512
         P = next((p for p in (4, 2, 1) if 32 * (MT * p + CW) <= MAXT and (BK // 8) % p == 0), None)
+        if P is None:
+            return None
         stage = _round_up(BK // 16 * _round_up(nd * 128, 1024) + BK * tc_x_stride(np.complex64, KB) * 8, 1024)
-        smem = 16 * NS + 1024 + max(NS * stage, ((P or 1) - 1) * 32 * MT * KB * 4)
-        if P is None or smem > self.smem_limit:
+        smem = 16 * NS + 1024 + max(NS * stage, (P - 1) * 32 * MT * KB * 4)
+        if smem > self.smem_limit:
             return None
         VX = 2 if x_pairs else 1
         fn = kernels.kernel("sbgemm.cu", "sbgemm_tc_pipe", KB, BK, NS, P, CW, VX, MAXT, MINB)
