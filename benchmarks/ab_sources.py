@@ -38,8 +38,9 @@ def use_revisions(name: str, revs: list[str]) -> Callable[[str], None]:
     tree_source, tree_kernel = kernels.source, kernels.kernel
     active = {"variant": "tree"}
     kernels.source = lambda fname: sources[fname] if fname in sources else tree_source(fname)
-    kernels.kernel = lambda fname, kname, *targs: tree_kernel(
-        f"{name}@{active['variant']}" if fname == name and active["variant"] != "tree" else fname, kname, *targs)
+    kernels.kernel = lambda fname, kname, *targs, **kw: tree_kernel(
+        f"{name}@{active['variant']}" if fname == name and active["variant"] != "tree" else fname, kname, *targs,
+        **kw)
 
     def select(variant: str) -> None:
         active["variant"] = variant
@@ -56,13 +57,13 @@ def use_register_targets(targets: Callable[[], list[tuple[str, int]]]) -> None:
 
     engine_kernel = kernels.kernel
 
-    def kernel_with_targets(fname: str, name: str, *targs):
+    def kernel_with_targets(fname: str, name: str, *targs, **kw):
         expr = kernels.name_expression(name, *targs)
         engine_targets = dict(kernels.REGISTER_TARGETS)
         asked = {expr: n for prefix, n in targets() if expr.startswith(prefix)}
         kernels.REGISTER_TARGETS.update(asked)
         try:
-            fn = engine_kernel(fname, name, *targs)
+            fn = engine_kernel(fname, name, *targs, **kw)
         finally:
             kernels.REGISTER_TARGETS.clear()
             kernels.REGISTER_TARGETS.update(engine_targets)

@@ -8,11 +8,15 @@ size in complex64, on one GPU.
     python benchmarks/gemm_ab.py --rev 638d20c --out benchmarks/results/h200-gemm-ab.jsonl
     python benchmarks/gemm_ab.py --pipe-tile off --pipe-tile 32,3,2,1 --rounds 3 \\
         --out benchmarks/results/h200-gemm-ab-pipe.jsonl
+    python benchmarks/gemm_ab.py --wg-tile off --wg-tile 2,1 --K 16,12 \\
+        --out benchmarks/results/h200-gemm-ab-wg.jsonl
 
 One JSON line per variant, ``K`` and round: ``variant`` (``tree``, the
 revision, or ``pipe=TILE``: the tree with ``sbgemm_tc_pipe``'s tile set to
 ``BK,NS,MINB,CW`` or ``off``, which leaves the products to ``sbgemm_tc``,
-and with ``@REV`` the kernels of that revision),
+and with ``@REV`` the kernels of that revision; ``wg=TILE``: the tree with
+``sbgemm_wg_pipe``'s tile set to ``NS,SW`` or ``off``, which leaves the
+products to ``sbgemm_tc_pipe``),
 ``kernel`` (the kernel the backend took),
 ``time_us``, ``floor_ratio``, ``rel_err`` and ``copy_Bps``.  The launch
 set-up is the working tree's (``GPUBackend._gemm_config``) for every
@@ -36,6 +40,8 @@ def main() -> int:
     ap.add_argument("--pipe-tile", action="append", default=[],
                     help="also the tree with sbgemm_tc_pipe's tile BK,NS,MINB,CW or off, with @REV: that "
                          "revision's kernels (repeatable)")
+    ap.add_argument("--wg-tile", action="append", default=[],
+                    help="also the tree with sbgemm_wg_pipe's tile NS,SW or off (repeatable)")
     ap.add_argument("--rounds", type=int, default=1, help="rounds of all variants in turn")
     ap.add_argument("--size", default="1001,100,5000", help="Nf,Nd,Nm")
     ap.add_argument("--out", required=True, help="JSON lines appended here")
@@ -56,18 +62,24 @@ def main() -> int:
         return (re + 1j * im).astype(np.complex64)
 
     A = rand((nf, nd, nm))
-    pipe = dict(be.gemm_tensor_pipe)
-    tiles = {f"pipe={t}": None if t.split("@")[0] == "off" else tuple(int(v) for v in t.split("@")[0].split(","))
-             for t in args.pipe_tile}
-    variants = ["tree"] + list(tiles) + args.rev
+    pipe, warpgroup = dict(be.gemm_tensor_pipe), dict(be.gemm_warpgroup)
+
+    def tile(text: str) -> tuple | None:
+        return None if text == "off" else tuple(int(v) for v in text.split(","))
+
+    tiles = {f"pipe={t}": tile(t.split("@")[0]) for t in args.pipe_tile}
+    wg_tiles = {f"wg={t}": tile(t) for t in args.wg_tile}
+    variants = ["tree"] + list(tiles) + list(wg_tiles) + args.rev
     with open(args.out, "a") as out:
         for K, rnd in ((int(k), r) for k in args.K.split(",") for r in range(args.rounds)):
             x = rand((nf, nm, K))
             y = cp.empty((nf, nd, K), np.complex64)
             ref = A[:6].astype(np.complex128) @ x[:6].astype(np.complex128)
             for variant in variants:
-                select(variant.partition("@")[2] or "tree" if variant in tiles else variant)
+                select(variant.partition("@")[2] or "tree" if variant in tiles else
+                       "tree" if variant in wg_tiles else variant)
                 be.gemm_tensor_pipe = {t: tiles[variant] for t in pipe} if variant in tiles else dict(pipe)
+                be.gemm_warpgroup = {t: wg_tiles[variant] for t in pipe} if variant in wg_tiles else dict(warpgroup)
                 be._launch.clear()
                 y[...] = np.nan
                 be.sbgemv(A, x, y, adjoint=False)

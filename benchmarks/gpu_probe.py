@@ -1491,9 +1491,9 @@ def main(argv=None) -> int:
         picked = []
         engine_kernel = kernels.kernel
 
-        def recording(fname, name, *targs):
+        def recording(fname, name, *targs, **kw):
             picked.append((fname, name, targs))
-            return engine_kernel(fname, name, *targs)
+            return engine_kernel(fname, name, *targs, **kw)
 
         kernels.kernel = recording
         try:

@@ -128,8 +128,8 @@ def main() -> None:
     active = {"variant": None}
     build = kernels.kernel
 
-    def kernel_noted(fname: str, name: str, *targs):
-        fn = build(fname, name, *targs)
+    def kernel_noted(fname: str, name: str, *targs, **kw):
+        fn = build(fname, name, *targs, **kw)
         if active["variant"] is not None:
             registers[active["variant"]][kernels.name_expression(name, *targs)] = int(fn.num_regs)
         return fn

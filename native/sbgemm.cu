@@ -2,10 +2,12 @@
 // Forward: sbgemm_fwd (Fhat through registers, X staged; any number of rows),
 // sbgemm_staged (Fhat and X staged by asynchronous copies; up to 64 TM rows),
 // sbgemm_tc (on the tensor cores, staged as sbgemm_staged; up to 256 rows;
-// CUDA only) and sbgemm_tc_pipe (sbgemm_tc in complex64 with warps and the
-// copy engine that bring its chunks in; compute capability 9.0), which the
-// backend takes first where it can.  Adjoint:
-// sbgemm_adj_tc (on the tensor cores; CUDA only), at the end of the file.
+// CUDA only), sbgemm_tc_pipe (sbgemm_tc in complex64 with warps and the copy
+// engine that bring its chunks in; compute capability 9.0) and sbgemm_wg_pipe
+// (complex64, 9-16 right-hand sides, 65-128 rows, on Hopper's warpgroup MMA,
+// fed as sbgemm_tc_pipe), which the backend takes first where they can run.
+// Adjoint: sbgemm_adj_tc (on the tensor cores; CUDA only), at the end of the
+// file.
 //
 //   A : rows of Fhat, row i of frequency f at A + (f * lda + i) * nm (lda >= nd), complex TA
 //   X : (nf, nm, K) complex TX (cast to TA when staged)
@@ -630,6 +632,44 @@ FMV_DEV void tc_store(const Sums3M<typename real_of<TA>::type, KB / 8>& acc, typ
     }
 }
 
+// The ring of stages of sbgemm_tc_pipe and sbgemm_wg_pipe in dynamic shared memory, after nbar mbarriers: stage s
+// at base + s stage, BK / 16 boxes of A's rows (abox bytes each, 1024-byte aligned, the swizzle's period; abytes
+// in all), then BK rows of X XS complex64 apart, the stage rounded up to 1024 bytes.
+template <int BK> struct PipeStages {
+    int abox, abytes, stage;
+    char* base;
+    FMV_DEV PipeStages(void* smem, int nbar, int nd, int XS)
+        : abox((nd * 128 + 1023) & ~1023), abytes(BK / 16 * abox), stage((abytes + BK * XS * 8 + 1023) & ~1023) {
+        base = reinterpret_cast<char*>(smem) + 8 * nbar;
+        base += (1024 - smem_address(base) % 1024) % 1024;
+    }
+};
+
+// The producer warps of sbgemm_tc_pipe and sbgemm_wg_pipe, thread pt of np: chunk c into stage c % NS of ring,
+// A's rows (< nd) by BK / 16 tensor copies of boxes 16 columns wide (thread 0; amap, backend/tensormap.py) and X
+// by ChunkCopies; each thread arrives at full[s] once its copies have landed, and refills stage s once the
+// phase of empty[s] before has completed.
+template <int KB, int BK, int NS, int VX, int XS>
+FMV_DEV void pipe_chunks_in(const float2* A, const float2* X, const void* amap, int nd, int nm, int K, int lda,
+                            const BlockShare<BK, KB>& b, int pt, int np, const PipeStages<BK>& ring,
+                            unsigned long long* full, unsigned long long* empty) {
+    constexpr int BC = 16;  // columns of a box: 128-byte rows
+    const ChunkCopies<float2, BK, KB, 1, VX, BK, XS> copies(A, X, 0, nm, K, lda, b, pt, np);  // X's alone
+    for (int c = 0; c < b.nchunks; ++c) {
+        const int s = c % NS;
+        char* st = ring.base + s * ring.stage;
+        if (c >= NS) mbar_wait(empty + s, (c / NS - 1) & 1);
+        if (pt == 0) {
+            mbar_arrive_expect_tx(full + s, (unsigned)(BK / BC * nd * 128));
+#pragma unroll
+            for (int q = 0; q < BK / BC; ++q)
+                tensor_copy_3d(st + q * ring.abox, amap, b.jbeg + c * BK + q * BC, 0, b.f, full + s);
+        }
+        copies.issue(c, reinterpret_cast<float2*>(st), reinterpret_cast<float2*>(st + ring.abytes));
+        cp_async_arrive(full + s);
+    }
+}
+
 }  // namespace fmv
 
 template <typename TA, int KB, int BK, int NS, int P, int VA, int VX, int MAXT, int MINB>
@@ -709,11 +749,7 @@ sbgemm_tc_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
     extern __shared__ double2 fmv_smem[];
     unsigned long long* full = reinterpret_cast<unsigned long long*>(fmv_smem);  // [NS]
     unsigned long long* empty = full + NS;                                       // [NS]
-    // stage s at base + s * stage: BK / BC boxes of A's rows, each 1024-byte aligned (the swizzle's period), then X
-    const int abox = (nd * 128 + 1023) & ~1023, abytes = BK / BC * abox;
-    const int stage = (abytes + BK * XS * (int)sizeof(TA) + 1023) & ~1023;
-    char* base = reinterpret_cast<char*>(fmv_smem) + 16 * NS;
-    base += (1024 - fmv::smem_address(base) % 1024) % 1024;
+    const fmv::PipeStages<BK> ring(fmv_smem, 2 * NS, nd, XS);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int MT = (nd + 15) / 16, workers = MT * P;
@@ -727,21 +763,8 @@ sbgemm_tc_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
 
     fmv::Sums3M<float, NH> acc;
     if (warp >= workers) {  // the producers
-        const fmv::ChunkCopies<TA, BK, KB, 1, VX, BK, XS> copies(A, X, 0, nm, K, lda, b, tid - 32 * workers,
-                                                                  32 * CW);  // X's copies alone (no rows of A)
-        for (int c = 0; c < b.nchunks; ++c) {
-            const int s = c % NS;
-            char* st = base + s * stage;
-            if (c >= NS) fmv::mbar_wait(empty + s, (c / NS - 1) & 1);
-            if (tid == 32 * workers) {
-                fmv::mbar_arrive_expect_tx(full + s, (unsigned)(BK / BC * nd * 128));
-#pragma unroll
-                for (int q = 0; q < BK / BC; ++q)
-                    fmv::tensor_copy_3d(st + q * abox, amap, b.jbeg + c * BK + q * BC, 0, b.f, full + s);
-            }
-            copies.issue(c, reinterpret_cast<TA*>(st), reinterpret_cast<TA*>(st + abytes));
-            fmv::cp_async_arrive(full + s);
-        }
+        fmv::pipe_chunks_in<KB, BK, NS, VX, XS>(A, X, amap, nd, nm, K, lda, b, tid - 32 * workers, 32 * CW, ring, full,
+                                                empty);
     } else {
         const int g = lane >> 2, t = lane & 3, mt = warp % MT, ph = warp / MT;
         const int ra = fmv::min_(16 * mt + g, nd - 1), rb = fmv::min_(16 * mt + g + 8, nd - 1);
@@ -753,22 +776,231 @@ sbgemm_tc_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const int r = e & 1 ? rb : ra, j = 8 * (ph + u * P) + t + 4 * (e >> 1);
-                aoff[u][e] = j / BC * abox + r * 128 + (((j % BC / 2) ^ (r & 7)) << 4) + (j & 1) * 8;
+                aoff[u][e] = j / BC * ring.abox + r * 128 + (((j % BC / 2) ^ (r & 7)) << 4) + (j & 1) * 8;
             }
         for (int c = 0; c < b.nchunks; ++c) {
             const int s = c % NS;
-            const char* st = base + s * stage;
+            const char* st = ring.base + s * ring.stage;
             fmv::mbar_wait(full + s, (c / NS) & 1);
             fmv::tc_chunk_products<TA, KB, BK, P, XS>(
                 acc, [&](int u, int e, int) { return *reinterpret_cast<const TA*>(st + aoff[u][e]); },
-                reinterpret_cast<const TA*>(st + abytes), g, t, ph);
+                reinterpret_cast<const TA*>(st + ring.abytes), g, t, ph);
             __syncwarp();
             if (lane == 0) fmv::mbar_arrive(empty + s);  // this warp is done with the stage
             acc.add_terms();
         }
     }
     __syncthreads();  // every chunk has landed and been used: the stages are free for the phases' sums
-    fmv::tc_store<TA, KB, BK, P>(acc, reinterpret_cast<float*>(base), Y, b, nf, nd, K, MT);
+    fmv::tc_store<TA, KB, BK, P>(acc, reinterpret_cast<float*>(ring.base), Y, b, nf, nd, K, MT);
+}
+
+// ---------------------------------------------------------------------------
+// Forward product in complex64 with 9-16 right-hand sides and 65-128 rows on
+// Hopper's warpgroup MMA (wgmma.mma_async: built for sm_90a, elsewhere the
+// kernel is empty and the backend does not take it), its chunks of BK = 64
+// columns brought in as sbgemm_tc_pipe's (pipe_chunks_in).  The complex
+// product is one real product of twice the depth: row i of A's chunk read as
+// it lies (Re, Im, Re, Im, ...) times B = [Xr | Xi ; -Xi | Xr] (rows 2j and 2j
+// + 1 of B from X[j]; 32 columns, Re Y then Im Y), in 3xTF32: A B_big + A
+// B_small + A_small B_big.  The tensor core reads float32 as TF32 by dropping
+// the low 13 bits, which makes A's big part with no instruction; a warp loads
+// its fragment of A from the stage (4 words a k-step, the tensor copy's
+// 128-byte swizzle keeps them in distinct banks) and forms A_small = A - big.
+// A k-step, 8 columns of the real product, is three m64n32k8 products of a
+// warpgroup's 64 rows with A from registers, each into its own sums: one
+// chain of products waits for each one's latency (60 cycles, where the
+// tensor core takes 16 a product; benchmarks/wgmma_rate.py), and a single
+// m64n64k8 for A [B_big | B_small] was 2-6% slower in separate runs
+// (docs/gpu-kernels.md, stop 45).  A computing warp of sbgemm_tc_pipe issues
+// about 16 instructions per column of a chunk for its 16 rows (518 for 32
+// columns, most of them TF32 splits), one of these about 9 (551 for 64).
+// Warps 0-7 compute, two warpgroups: warp w takes rows 16 w .. 16 w + 15;
+// rows past nd read what follows the stage's rows and are not kept.  Warp 8
+// brings the chunks in.  Warps 9 .. 8 + SW split B: each half chunk of 32
+// columns of X into a slot of bsplit (two slots of 16 KB, [64 rows][64 words]
+// K-major in core matrices of 8 rows x 16 bytes without swizzle, big in rows
+// 0-31 and small in rows 32-63), handed to the computing warps through the
+// mbarriers bfull and bempty as the stages are through full and empty.  The
+// tensor core's sums start from zero each chunk and are added to kept
+// float32 sums, as in sbgemm_tc.
+// Launch: blockDim.x = 32 (9 + SW), gridDim as sbgemm_tc_pipe (cw a multiple
+// of 64; A 16-byte aligned, nm even), dynamic shared memory 8 (2 NS + 4) +
+// 1024 + NS stage + 32768 bytes, stage as sbgemm_tc_pipe's for BK = 64, KB =
+// 16; VX as in sbgemm_tc.
+// ---------------------------------------------------------------------------
+namespace fmv {
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// The shared-memory matrix descriptor of wgmma: start address, byte offsets between core matrices along K (lbo)
+// and along M or N (sbo), for core matrices without swizzle (layout bits 62-63 zero)
+FMV_DEV unsigned long long wgmma_desc(const void* p, unsigned lbo, unsigned sbo) {
+    return (unsigned long long)((smem_address(p) & 0x3ffffu) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32;
+}
+FMV_DEV void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+FMV_DEV void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+// wait until at most N committed groups of this warpgroup's products are in flight
+template <int N> FMV_DEV void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+// this thread's shared-memory stores made visible to the tensor core's reads (the async proxy)
+FMV_DEV void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// d = a b (+ d when accumulate), a 64 x 8 TF32 from registers (this warp's 16 rows, m16n8k8's layout), b 8 x 32
+// at a descriptor, d 64 x 32 float32 (four m16n8 tiles)
+FMV_DEV void wgmma_rs_n32(float (&d)[4][4], const unsigned (&a)[4], unsigned long long b, bool accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,"
+        "%15}, {%16,%17,%18,%19}, %20, p, 1, 1;\n}\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+          "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
+          "+f"(d[3][2]), "+f"(d[3][3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"((int)accumulate));
+}
+// the compiler must not move accesses to d across the wait for the products writing it
+template <int N> FMV_DEV void wgmma_fence_operands(float (&d)[N][4]) {
+#pragma unroll
+    for (int q = 0; q < N; ++q)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[q][e])::"memory");
+}
+#endif
+
+}  // namespace fmv
+
+template <int NS, int SW, int VX>
+__global__ void __launch_bounds__(32 * (9 + SW), 1)
+sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float2* __restrict__ Y, const void* amap,
+               int nf, int nd, int nm, int K, int S, int cw, int lda) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fmv::let_next_grid_start();
+    fmv::wait_for_prior_grids();
+    constexpr int KB = 16, BK = 64, HK = BK / 2, XS = KB + 4;
+    constexpr int KS = HK / 4;             // k-steps of a half chunk (4 columns of A, 8 of the real product, each)
+    constexpr int SLOT = 64 * 2 * HK * 4;  // bytes of a slot of bsplit: 64 rows of 2 HK words
+    static_assert(NS >= 2 && SW >= 1, "tile");
+    extern __shared__ double2 fmv_smem[];
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(fmv_smem);  // [NS]
+    unsigned long long* empty = full + NS;                                       // [NS]
+    unsigned long long* bfull = empty + NS;                                      // [2]
+    unsigned long long* bempty = bfull + 2;                                      // [2]
+    const fmv::PipeStages<BK> ring(fmv_smem, 2 * NS + 4, nd, XS);
+    char* bsplit = ring.base + NS * ring.stage;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const fmv::BlockShare<BK, KB> b(S, cw, nm, K);
+    if (tid < NS) {
+        fmv::mbar_init(full + tid, 33);
+        fmv::mbar_init(empty + tid, 8 + SW);
+    }
+    if (tid < 2) {
+        fmv::mbar_init(bfull + tid, 32 * SW);
+        fmv::mbar_init(bempty + tid, 8);
+    }
+    fmv::mbar_init_fence();
+    __syncthreads();
+
+    fmv::Sums3M<float, 2> acc;  // its kept sums: Re Y (tiles 0, 1) and Im Y (2, 3); its terms are not used
+    if (warp == 8) {
+        fmv::pipe_chunks_in<KB, BK, NS, VX, XS>(A, X, amap, nd, nm, K, lda, b, lane, 32, ring, full, empty);
+    } else if (warp > 8) {  // the splitters
+        for (int c = 0; c < b.nchunks; ++c) {
+            const int s = c % NS;
+            fmv::mbar_wait(full + s, (c / NS) & 1);
+            const float2* xb = reinterpret_cast<const float2*>(ring.base + s * ring.stage + ring.abytes);
+            for (int half = 0; half < 2; ++half) {
+                if (c > 0) fmv::mbar_wait(bempty + half, (c - 1) & 1);
+                unsigned* bs = reinterpret_cast<unsigned*>(bsplit + half * SLOT);
+#pragma unroll 4
+                for (int id = tid - 32 * 9; id < 16 * HK; id += 32 * SW) {
+                    // X[j, n] -> B's rows n (Xr in column 2j, -Xi in 2j + 1) and 16 + n (Xi, Xr); + 32: small
+                    const int j = (id >> 4) % (HK / 2) * 2 + (id & 1), n = (id >> 4) / (HK / 2) * 8 + (id >> 1 & 7);
+                    const float2 v = xb[(HK * half + j) * XS + n];
+                    unsigned rb, rs, ib, is;
+                    fmv::tf32_split(v.x, rb, rs);
+                    fmv::tf32_split(v.y, ib, is);
+                    constexpr int SBO = 16 * HK, IM = 2 * SBO, SMALL = 4 * SBO;  // words on to 8, 16 and 32 rows on
+                    const int w = (n >> 3) * SBO + (j >> 1) * 32 + (n & 7) * 4 + (j & 1) * 2;
+                    *reinterpret_cast<uint2*>(bs + w) = make_uint2(rb, ib ^ 0x80000000u);
+                    *reinterpret_cast<uint2*>(bs + w + IM) = make_uint2(ib, rb);
+                    *reinterpret_cast<uint2*>(bs + w + SMALL) = make_uint2(rs, is ^ 0x80000000u);
+                    *reinterpret_cast<uint2*>(bs + w + SMALL + IM) = make_uint2(is, rs);
+                }
+                fmv::fence_proxy_async();
+                fmv::mbar_arrive(bfull + half);
+            }
+            __syncwarp();
+            if (lane == 0) fmv::mbar_arrive(empty + s);  // this warp is done with the stage's X
+        }
+    } else {
+        const int g = lane >> 2, t = lane & 3;
+        // slot 0 of bsplit (K-major core matrices 128 bytes apart along K, 8 rows 64 HK bytes apart); B_small's
+        // rows, 32 on, at + BSMALL
+        const unsigned long long bdesc = fmv::wgmma_desc(bsplit, 128, 64 * HK);
+        constexpr unsigned BSMALL = 4 * 64 * HK / 16;
+        // the lane's words of A in a stage at k-step ks of the chunk: word t of row 16 warp + g (row + 8: 256
+        // words on) in box ks / 4, in the row's 16-byte pieces 2 (ks % 4) and + 1 swizzled by the row (g)
+        const unsigned* a0 = reinterpret_cast<const unsigned*>(ring.base) + (16 * warp + g) * 32 + t;
+        const int abw = ring.abox / 4;
+        for (int c = 0; c < b.nchunks; ++c) {
+            const int s = c % NS;
+            fmv::mbar_wait(full + s, (c / NS) & 1);
+            const unsigned* as = a0 + s * (ring.stage / 4);
+            auto a_words = [&](int ks, unsigned (&a)[4]) {
+                const unsigned* ak = as + (ks >> 2) * abw;
+                const int q0 = ((2 * (ks & 3)) ^ g) * 4, q1 = ((2 * (ks & 3) + 1) ^ g) * 4;
+                a[0] = ak[q0];
+                a[1] = ak[q0 + 256];
+                a[2] = ak[q1];
+                a[3] = ak[q1 + 256];
+            };
+            // this chunk's A B_big, A B_small and A_small B_big, in the tensor core: three chains of products,
+            // as a chain waits for each product's latency (benchmarks/wgmma_rate.py: m64n32k8 60 cycles alone)
+            float big[4][4], small_b[4][4], small_a[4][4];
+            unsigned a[4];
+            a_words(0, a);
+#pragma unroll
+            for (int ks = 0; ks < 2 * KS; ++ks) {
+                const int half = ks / KS, kp = ks % KS;
+                if (kp == 0) fmv::mbar_wait(bfull + half, c & 1);
+                unsigned small[4];  // A - big exactly, + 0x1000: the tensor core's truncation rounds it to nearest
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    small[e] = __float_as_uint(__uint_as_float(a[e]) - __uint_as_float(a[e] & 0xffffe000u)) + 0x1000;
+                const unsigned long long bd = bdesc + half * (SLOT / 16) + 16 * kp;
+                fmv::wgmma_fence();
+                fmv::wgmma_rs_n32(big, a, bd, ks > 0);
+                fmv::wgmma_rs_n32(small_b, a, bd + BSMALL, ks > 0);
+                fmv::wgmma_rs_n32(small_a, small, bd, ks > 0);
+                fmv::wgmma_commit();
+                if (ks + 1 < 2 * KS) a_words(ks + 1, a);  // the next k-step's loads, in flight during the wait
+                fmv::wgmma_wait<1>();  // the k-step before is done: its registers of A are free
+                if (ks == KS) {        // and so is every product of the first half: its slot is free
+                    __syncwarp();
+                    if (lane == 0) fmv::mbar_arrive(bempty);
+                }
+            }
+            fmv::wgmma_wait<0>();
+            fmv::wgmma_fence_operands(big);
+            fmv::wgmma_fence_operands(small_b);
+            fmv::wgmma_fence_operands(small_a);
+            __syncwarp();
+            if (lane == 0) {  // this warp is done with the stage and the second slot
+                fmv::mbar_arrive(empty + s);
+                fmv::mbar_arrive(bempty + 1);
+            }
+            // tiles q of each chain's 32 columns: Re Y (q = 0, 1) and Im Y (2, 3)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    acc.sum[h][e] += (big[h][e] + small_b[h][e]) + small_a[h][e];
+                    acc.sum[2 + h][e] += (big[h + 2][e] + small_b[h + 2][e]) + small_a[h + 2][e];
+                }
+        }
+    }
+    __syncthreads();  // every chunk has landed and been used: the stages are free
+    fmv::tc_store<float2, KB, BK, 1>(acc, reinterpret_cast<float*>(ring.base), Y, b, nf, nd, K, 8);
+#endif
 }
 
 // ---------------------------------------------------------------------------
@@ -929,6 +1161,11 @@ FMV_TC(double2, 8, 16, 3, 2, 1, 1, 512, 1)
         const float2*, const float2*, float2*, const void*, int, int, int, int, int, int, int);
 FMV_TC_PIPE(16, 64, 3, 2, 1, 2, 512, 1)
 FMV_TC_PIPE(8, 64, 3, 2, 1, 1, 512, 1)
+#define FMV_WG_PIPE(NS, SW, VX)                                                                                  \
+    template __global__ void sbgemm_wg_pipe<NS, SW, VX>(const float2*, const float2*, float2*, const void*, int, int, \
+                                                       int, int, int, int, int);
+FMV_WG_PIPE(3, 3, 2)
+FMV_WG_PIPE(2, 1, 1)
 #define FMV_ADJ_TC(TA, TX, KB, W, KS, NS, VA, MINB)                                                          \
     template __global__ void sbgemm_adj_tc<TA, TX, KB, W, KS, NS, VA, MINB>(const TA*, const TX*, TA*, int, int, int, \
                                                                             int, int, int);

@@ -682,9 +682,9 @@ def record_kernel_builds(monkeypatch) -> list:
     launched = []
     engine_kernel = kernels.kernel
 
-    def recording(fname, name, *targs):
+    def recording(fname, name, *targs, **kw):
         launched.append(kernels.name_expression(name, *targs))
-        return engine_kernel(fname, name, *targs)
+        return engine_kernel(fname, name, *targs, **kw)
 
     monkeypatch.setattr(kernels, "kernel", recording)
     return launched
@@ -720,31 +720,41 @@ def gemm_kernels_taken(be) -> set:
     "ta,tx", [(np.complex128, np.complex128), (np.complex64, np.complex64), (np.complex64, np.complex128),
               (np.complex128, np.complex64)], ids=["zz", "cc", "cz", "zc"])
 def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
-    """sbgemm_tc, sbgemm_staged and sbgemm_fwd against einsum in float64:
-    every lane layout (K up to 16 and chunks of 16 beyond), odd shapes
-    (``nd`` beyond one staged or tensor-core block too), forced column
-    splits, and a block of rows of a larger Fhat read in place."""
+    """sbgemm_wg_pipe, sbgemm_tc_pipe, sbgemm_tc, sbgemm_staged and sbgemm_fwd
+    against einsum in float64: every lane layout (K up to 16 and chunks of 16
+    beyond), odd shapes (``nd`` beyond one staged or tensor-core block too,
+    one warpgroup's 64 rows and a few past them), forced column splits, and a
+    block of rows of a larger Fhat read in place."""
     be = gemm_gpu
     tol = 5e-14 if ta == np.complex128 else 2e-6
     shapes = ((3, 1, 1, 2), (2, 7, 33, 3), (3, 9, 257, 5), (2, 100, 1000, 16), (2, 130, 77, 9), (2, 17, 500, 17),
               (2, 5, 3, 33), (1, 64, 4096, 16), (2, 3, 40, 8), (2, 70, 129, 4), (2, 300, 50, 12),
               (2, 330, 50, 10), (3, 250, 301, 6), (2, 16, 64, 7), (3, 37, 250, 10), (2, 112, 66, 14),
-              (2, 33, 98, 4), (2, 16, 2, 16), (3, 113, 130, 16))
+              (2, 33, 98, 4), (2, 16, 2, 16), (3, 113, 130, 16), (2, 128, 200, 16), (2, 65, 64, 11))
     tensor, pipe, staged = dict(be.gemm_tensor), dict(be.gemm_tensor_pipe), dict(be.gemm_staged)
+    warpgroup = dict(be.gemm_warpgroup)
     kinds = ("sbgemm_tc", "sbgemm_staged", "sbgemm_fwd") if be.tensor_cores_for(ta) else ("sbgemm_staged",
                                                                                          "sbgemm_fwd")
     # sbgemm_tc_pipe (complex64, Fhat by tensor copies where its rows allow) in blocks of up to 512 threads
     # (chunks of 64 columns, phases of the k-steps) and of 256 (32 columns)
     pipe_tiles = {"sbgemm_tc_pipe": (64, 3, 1, 1), "sbgemm_tc_pipe/256": (32, 3, 2, 1)}
     kinds += tuple(pipe_tiles) if ta == np.complex64 and be.mbarriers else ()
+    # sbgemm_wg_pipe (wgmma) with three stages, and two (as where the rows leave no room for three) with one
+    # warp that splits X
+    wg_tiles = {"sbgemm_wg_pipe": (3, 3), "sbgemm_wg_pipe/2": (2, 1)}
+    kinds += tuple(wg_tiles) if ta == np.complex64 and be.warpgroup_mma else ()
     try:
         for (nf, nd, nm, K), kind in itertools.product(shapes, kinds):
-            be.gemm_tensor = tensor if kind.startswith("sbgemm_tc") else {key: None for key in tensor}
-            be.gemm_tensor_pipe = {key: pipe_tiles.get(kind) for key in pipe}
+            be.gemm_tensor = tensor if kind.startswith(("sbgemm_tc", "sbgemm_wg")) else {key: None for key in tensor}
+            be.gemm_tensor_pipe = {key: pipe_tiles.get(kind, (64, 3, 1, 1) if kind in wg_tiles else None)
+                                   for key in pipe}
+            be.gemm_warpgroup = {key: wg_tiles.get(kind) for key in warpgroup}
             be.gemm_staged = staged if kind != "sbgemm_fwd" else {key: None for key in staged}
             be._launch.clear()
-            pipe_taken = kind in pipe_tiles and nm % 2 == 0 and nd <= 112  # (beyond, as its warps and memory fit)
-            tc_taken = kind.startswith("sbgemm_tc") and nd <= 256 and not pipe_taken
+            wg_taken = kind in wg_tiles and nm % 2 == 0 and 64 < nd <= 128 and K > 8
+            pipe_kind = kind in pipe_tiles or (kind in wg_tiles and not wg_taken)  # the pipe where wg is not taken
+            pipe_taken = pipe_kind and nm % 2 == 0 and nd <= 112
+            tc_taken = kind.startswith(("sbgemm_tc", "sbgemm_wg")) and nd <= 256 and not pipe_taken and not wg_taken
             for S, rows in ((None, None), (1, None), (3, None), (None, (2, 2 + nd))):
                 be.gemm_splits = S
                 full = nd + 5 if rows else nd
@@ -761,7 +771,8 @@ def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
                 if S == 3:  # the forced splits were taken, not a launch cached before
                     assert ((3,) + out.shape, np.dtype(ta), "sbgemm-splits") in be._scratch
                 taken = gemm_kernels_taken(be)
-                if kind in pipe_tiles and nm % 2 == 0 and 112 < nd <= 256:
+                assert ("sbgemm_wg_pipe" in taken) == wg_taken, (nf, nd, nm, K, kind, taken)
+                if pipe_kind and nm % 2 == 0 and 112 < nd <= 256:
                     assert len(taken & {"sbgemm_tc", "sbgemm_tc_pipe"}) == 1, (nf, nd, nm, K, kind, taken)
                 else:
                     assert ("sbgemm_tc" in taken) == tc_taken, (nf, nd, nm, K, kind, taken)
@@ -769,6 +780,7 @@ def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
     finally:
         be.gemm_splits = None
         be.gemm_staged, be.gemm_tensor, be.gemm_tensor_pipe = staged, tensor, pipe
+        be.gemm_warpgroup = warpgroup
 
 
 @pytest.mark.parametrize("K", [1, 12, 20])
@@ -804,27 +816,28 @@ def test_sbgemm_tc_accuracy(gemm_gpu, rng):
     be = gemm_gpu
     if not be.tensor_cores:
         pytest.skip("no TF32 tensor cores")
-    nf, nd, nm, K = 2, 40, 40000, 12
+    nf, nd, nm, K = 2, 72, 40000, 12  # (sbgemm_wg_pipe takes 65-128 rows)
     A = (rng.standard_normal((nf, nd, nm)) + 1j * rng.standard_normal((nf, nd, nm))).astype(np.complex64)
     x = (rng.standard_normal((nf, nm, K)) + 1j * rng.standard_normal((nf, nm, K))).astype(np.complex64)
     ref = A.astype(np.complex128) @ x.astype(np.complex128)
     errs = {}
-    tensor, pipe = dict(be.gemm_tensor), dict(be.gemm_tensor_pipe)
-    kinds = ("sbgemm_tc", "sbgemm_staged") + (("sbgemm_tc_pipe",) if be.mbarriers else ())
+    tensor, pipe, warpgroup = dict(be.gemm_tensor), dict(be.gemm_tensor_pipe), dict(be.gemm_warpgroup)
+    kinds = (("sbgemm_tc", "sbgemm_staged") + (("sbgemm_tc_pipe",) if be.mbarriers else ())
+             + (("sbgemm_wg_pipe",) if be.warpgroup_mma else ()))
     try:
         for kind in kinds:
-            be.gemm_tensor = tensor if kind.startswith("sbgemm_tc") else {key: None for key in tensor}
-            be.gemm_tensor_pipe = {key: (64, 3, 1, 1) if kind == "sbgemm_tc_pipe" else None for key in pipe}
+            be.gemm_tensor = tensor if kind.startswith(("sbgemm_tc", "sbgemm_wg")) else {key: None for key in tensor}
+            be.gemm_tensor_pipe = {key: (64, 3, 1, 1) if kind.endswith("_pipe") else None for key in pipe}
+            be.gemm_warpgroup = {key: (3, 3) if kind == "sbgemm_wg_pipe" else None for key in warpgroup}
             be._launch.clear()
             out = cupy.empty((nf, nd, K), np.complex64)
             be.sbgemv(cupy.asarray(A), cupy.asarray(x), out, adjoint=False)
             assert gemm_kernels_taken(be) == {kind}
             errs[kind] = rel_err(out.get(), ref)
     finally:
-        be.gemm_tensor, be.gemm_tensor_pipe = tensor, pipe
-    assert errs["sbgemm_tc"] < 2 * errs["sbgemm_staged"], errs
-    if "sbgemm_tc_pipe" in errs:
-        assert errs["sbgemm_tc_pipe"] < 2 * errs["sbgemm_staged"], errs
+        be.gemm_tensor, be.gemm_tensor_pipe, be.gemm_warpgroup = tensor, pipe, warpgroup
+    for kind in kinds:
+        assert errs[kind] < 2 * errs["sbgemm_staged"], errs
 
 
 @pytest.mark.parametrize("tile", [None, (8, 2, 4, 1), (4, 1, 3, 2), (2, 4, 2, 2)], ids=["default", "w8", "w4", "w2"])

@@ -278,10 +278,18 @@ class GPUBackend(Backend):
     gemm_tensor_pipe : dict[numpy.dtype, tuple or None]
         Tile ``(BK, NS, MINB, CW)`` of ``sbgemm_tc_pipe`` (complex64 only),
         ``sbgemm_tc`` with its chunks brought in by CW warps of their own and
-        the copy engine, which takes those products first when set,
-        :attr:`gemm_tensor` is set too, :attr:`mbarriers` is true, ``Fhat`` is
-        16-byte aligned with ``Nm`` even and its warps and shared memory fit
-        (``$FFTMATVEC_GEMM_PIPE=0`` unsets it).
+        the copy engine, which takes those products before ``sbgemm_tc`` (after
+        ``sbgemm_wg_pipe`` where that one runs) when set, :attr:`gemm_tensor`
+        is set too, :attr:`mbarriers` is true, ``Fhat`` is 16-byte aligned with
+        ``Nm`` even and its warps and shared memory fit
+        (``$FFTMATVEC_GEMM_PIPE=0`` unsets it, and so turns both pipes off).
+    gemm_warpgroup : dict[numpy.dtype, tuple or None]
+        Tile ``(NS, SW)`` of ``sbgemm_wg_pipe`` (complex64 only: Hopper's
+        warpgroup MMA in 3xTF32, chunks brought in as ``sbgemm_tc_pipe``'s,
+        NS stages, SW warps that split ``X``), which takes the products with
+        9-16 right-hand sides and 65-128 rows before ``sbgemm_tc_pipe`` where
+        that one could run and :attr:`warpgroup_mma` is true
+        (``$FFTMATVEC_GEMM_WG=0`` unsets it).
     adj_tensor : dict[numpy.dtype, tuple or None]
         Tile ``(W, KS, NS, MINB)`` of ``sbgemm_adj_tc`` (the adjoint on the
         tensor cores, as ``sbgemm_tc``), which takes adjoint products with
@@ -297,6 +305,9 @@ class GPUBackend(Backend):
         The device has shared-memory barriers that asynchronous copies arrive
         on (``mbarrier``, ``cp.async.mbarrier.arrive``: CUDA, compute
         capability 9.0 or higher).
+    warpgroup_mma : bool
+        The device runs ``wgmma`` (CUDA, compute capability 9.0: code built
+        for ``sm_90a`` runs there only).
     graph_max_bytes : int
         ``Fhat`` size up to which the engine records its stages (or its one
         :meth:`direct_plan` kernel) as a CUDA graph and replays it (default:
@@ -374,6 +385,7 @@ class GPUBackend(Backend):
         self.tensor_cores = not kernels.is_hip() and cc >= 80
         self.tensor_cores_f64 = not kernels.is_hip() and cc >= 90
         self.mbarriers = not kernels.is_hip() and cc >= 90
+        self.warpgroup_mma = not kernels.is_hip() and cc == 90
         self.device_name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
         # measured on an H200 at Nm=5000, Nd=100, Nt=1000 (benchmarks/gpu_probe.py, part kgemm,
         # benchmarks/results/h200-probe-gemm-stop15.jsonl and h200-probe-kgemm-stop20.jsonl): the native
@@ -408,6 +420,12 @@ class GPUBackend(Backend):
         self.gemm_tensor_pipe: dict[np.dtype, tuple | None] = {c64: (64, 3, 1, 1), c128: None}
         if os.environ.get("FFTMATVEC_GEMM_PIPE", "1") == "0":
             self.gemm_tensor_pipe = {c64: None, c128: None}
+        # sbgemm_wg_pipe (wgmma) before sbgemm_tc_pipe for 9-16 right-hand sides and 65-128 rows: (NS, SW);
+        # h200-gemm-ab-wg-chains-stop45.jsonl: at the big size 1.37x the floor at K = 16 against sbgemm_tc_pipe's
+        # 1.49-1.54x, 1.38-1.41x at K = 12 against 1.61x; three warps that split X (two: 1.50-1.65x)
+        self.gemm_warpgroup: dict[np.dtype, tuple | None] = {c64: (3, 3), c128: None}
+        if os.environ.get("FFTMATVEC_GEMM_WG", "1") == "0":
+            self.gemm_warpgroup = {c64: None, c128: None}
         # sbgemm_adj_tc (the adjoint on the tensor cores) for adj_tensor_min_k <= K <= 16, before cuBLAS and
         # the one-column kernels: (W, KS, NS, MINB) (benchmarks/results/h200-probe-adjvar-tiles-stop33.jsonl, two
         # runs: 1.30-1.31x the floor in complex128 and 1.55-1.63x in complex64 at K = 16, 1.09-1.10 and 1.21x
@@ -1360,8 +1378,8 @@ class GPUBackend(Backend):
         KB = min(16, _pow2_at_least(max(2, K)))
         x_pairs = K % 2 == 0 and (x_hat.dtype != ta or x_hat.data.ptr % 16 == 0)  # (a cast X is a fresh buffer)
         key = ("gemm", nf, nd, nm, K, ta, x_hat.dtype, lda, aligned, x_pairs, self.gemm_splits,
-               self.gemm_tensor.get(ta), self.gemm_tensor_pipe.get(ta), self.gemm_staged.get(ta),
-               self.gemm_tiles.get((ta, KB)))
+               self.gemm_tensor.get(ta), self.gemm_tensor_pipe.get(ta), self.gemm_warpgroup.get(ta),
+               self.gemm_staged.get(ta), self.gemm_tiles.get((ta, KB)))
         cfg = self._launch.get(key)
         if cfg is None:
             cfg = self._launch[key] = self._gemm_config(nf, nd, nm, K, KB, ta, np.dtype(x_hat.dtype), lda, aligned,
@@ -1372,7 +1390,7 @@ class GPUBackend(Backend):
             self._ccast(x_hat, xc, 1.0)
             x_hat = xc
         dst = out if S == 1 else self.scratch((S,) + out.shape, ta, "sbgemm-splits")
-        if kind == "sbgemm_tc_pipe":  # and the tensor map of Fhat by which it copies
+        if kind in ("sbgemm_tc_pipe", "sbgemm_wg_pipe"):  # and the tensor map of Fhat by which they copy
             self._run_kernel(fn, grid, block, (Fhat, x_hat, dst, self._rows_map(Fhat, lda)) + tail, smem)
         else:
             self._run_kernel(fn, grid, block, (Fhat, x_hat, dst) + tail, smem)
@@ -1427,6 +1445,29 @@ class GPUBackend(Backend):
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw), np.int32(lda))
         return fn, (nf * S, -(-K // KB)), (threads,), smem, tail, S, "sbgemm_tc_pipe"
 
+    def _gemm_wg_config(self, nf, nd, nm, K, lda, x_pairs, tile):
+        """Launch of ``sbgemm_wg_pipe`` (complex64, 9-16 right-hand sides,
+        65-128 rows, tile ``(NS, SW)``; ``x_pairs`` as for ``sbgemm_tc``), or
+        None where its shared memory does not fit even with two stages."""
+        NS, SW = tile
+        stage = _round_up(4 * _round_up(nd * 128, 1024) + 64 * tc_x_stride(np.complex64, 16) * 8, 1024)
+
+        def smem_of(ns: int) -> int:  # barriers, the alignment of the stages, the stages and bsplit's two slots
+            return 8 * (2 * ns + 4) + 1024 + ns * stage + 2 * 16384
+
+        NS = next((ns for ns in (NS, 2) if smem_of(ns) <= self.smem_limit), None)
+        if NS is None:
+            return None
+        smem = smem_of(NS)
+        VX = 2 if x_pairs else 1
+        fn = kernels.kernel("sbgemm.cu", "sbgemm_wg_pipe", NS, SW, VX, arch="sm_90a")
+        _allow_shared_memory(fn, smem)
+        threads = 32 * (9 + SW)
+        S = self._gemm_splits(fn, nf, threads, nm, 64, smem)
+        cw = _round_up(-(-nm // S), 64)  # splits end on chunks, as sbgemm_tc_pipe's
+        tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw), np.int32(lda))
+        return fn, (nf * S, -(-K // 16)), (threads,), smem, tail, S, "sbgemm_wg_pipe"
+
     def _rows_map(self, Fhat: Array, lda: int) -> Array:
         """The tensor map of ``Fhat`` (complex64, ``lda`` rows a frequency) in
         boxes of all its rows and 16 columns, on the device, made once per
@@ -1444,7 +1485,9 @@ class GPUBackend(Backend):
         return tmap
 
     def _gemm_config(self, nf, nd, nm, K, KB, ta, tx, lda, aligned, x_pairs):
-        """Launch of ``sbgemm_tc`` (:attr:`gemm_tensor` set, tensor cores
+        """Launch of ``sbgemm_wg_pipe`` or ``sbgemm_tc_pipe`` where they can
+        run (:attr:`gemm_warpgroup`, :attr:`gemm_tensor_pipe`), else of
+        ``sbgemm_tc`` (:attr:`gemm_tensor` set, tensor cores
         present, ``nd <= 256``; 8 or 16 right-hand sides a block), else of
         ``sbgemm_staged`` (16 right-hand sides a block, rows that fit one
         block, :attr:`gemm_staged` set; ``aligned``, ``x_pairs``: ``Fhat`` and
@@ -1456,6 +1499,11 @@ class GPUBackend(Backend):
         c64 = ta == np.complex64
         pipe = self.gemm_tensor_pipe.get(ta)
         if pipe is not None and tensor is not None and self.mbarriers and c64 and aligned and nm % 2 == 0:
+            warpgroup = self.gemm_warpgroup.get(ta)
+            if warpgroup is not None and self.warpgroup_mma and K > 8 and 64 < nd <= 128:
+                cfg = self._gemm_wg_config(nf, nd, nm, K, lda, x_pairs, warpgroup)
+                if cfg is not None:
+                    return cfg
             cfg = self._gemm_pipe_config(nf, nd, nm, K, lda, x_pairs, pipe)
             if cfg is not None:
                 return cfg

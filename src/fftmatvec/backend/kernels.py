@@ -140,25 +140,29 @@ def compute_capability() -> str:
 
 
 @functools.cache
-def _module(fname: str, expr: str, registers: int):
+def _module(fname: str, expr: str, registers: int, arch: str | None):
     import cupy
 
     opts = options()
     if registers and not is_hip() and compute_capability() == REGISTER_TARGETS_ARCH:
         opts += (f"--maxrregcount={registers}",)
+    if arch:  # CuPy appends the device's own -arch; NVRTC given both compiles for the architecture-specific one
+        opts += (f"-arch={arch}",)
     return cupy.RawModule(code=source(fname), options=opts, name_expressions=(expr,))
 
 
-def kernel(fname: str, name: str, *targs):
+def kernel(fname: str, name: str, *targs, arch: str | None = None):
     """The kernel ``name<targs...>`` from ``native/fname``, compiled on first use.
 
     ``targs`` are dtypes (mapped through :data:`CTYPE`) or ints (template
-    values).  Compiled lazily, once per instantiation and register target
-    (:data:`REGISTER_TARGETS`, on the architecture they were measured on),
-    and per device (CuPy's RawModule cache).
+    values).  ``arch`` compiles for that target instead of the device's own
+    (``"sm_90a"`` for Hopper's architecture-specific instructions such as
+    ``wgmma``).  Compiled lazily, once per instantiation, register target
+    (:data:`REGISTER_TARGETS`, on the architecture they were measured on)
+    and target, and per device (CuPy's RawModule cache).
     """
     expr = name_expression(name, *targs)
-    return _get(fname, expr, REGISTER_TARGETS.get(expr, 0))
+    return _get(fname, expr, REGISTER_TARGETS.get(expr, 0), arch)
 
 
 def name_expression(name: str, *targs) -> str:
@@ -168,8 +172,8 @@ def name_expression(name: str, *targs) -> str:
 
 
 @functools.cache
-def _get(fname: str, expr: str, registers: int):
-    return _module(fname, expr, registers).get_function(expr)
+def _get(fname: str, expr: str, registers: int, arch: str | None):
+    return _module(fname, expr, registers, arch).get_function(expr)
 
 
 def warmup(names: "list[tuple]") -> None:
