@@ -76,10 +76,11 @@ def main() -> int:
             y = cp.empty((nf, nd, K), np.complex64)
             ref = A[:6].astype(np.complex128) @ x[:6].astype(np.complex128)
             for variant in variants:
-                select(variant.partition("@")[2] or "tree" if variant in tiles else
-                       "tree" if variant in wg_tiles else variant)
+                revision = variant if variant == "tree" or variant in args.rev else variant.partition("@")[2]
+                select(revision or "tree")
                 be.gemm_tensor_pipe = {t: tiles[variant] for t in pipe} if variant in tiles else dict(pipe)
-                be.gemm_warpgroup = {t: wg_tiles[variant] for t in pipe} if variant in wg_tiles else dict(warpgroup)
+                be.gemm_warpgroup = ({t: wg_tiles[variant] for t in warpgroup} if variant in wg_tiles
+                                     else dict(warpgroup))
                 be._launch.clear()
                 y[...] = np.nan
                 be.sbgemv(A, x, y, adjoint=False)
