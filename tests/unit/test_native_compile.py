@@ -151,3 +151,15 @@ def test_wgmma_kernel_compiles_for_sm90a(tmp_path):
     assert res.returncode == 0, res.stderr
     ptx = (tmp_path / "sbgemm.ptx").read_text()
     assert "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32" in ptx
+
+
+def test_wgmma_products_stay_pipelined(tmp_path):
+    """ptxas keeps sbgemm_wg_pipe's warpgroup products in flight together: it serializes them (C7514) where other
+    instructions read a set of their sums while products run, as a form with two sets of sums did (stop 45), and
+    the kernel fits its registers without spilling."""
+    from fftmatvec.backend import kernels
+
+    report = _ptxas_report(kernels.source("sbgemm.cu"), "sbgemm_wg_pipe<3, 3, 2>", tmp_path)
+    assert "sbgemm_wg_pipe" in report, report
+    assert "C7514" not in report, report
+    assert re.search(r"\b0 bytes spill stores", report), report
