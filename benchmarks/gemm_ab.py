@@ -16,7 +16,8 @@ revision, or ``pipe=TILE``: the tree with ``sbgemm_tc_pipe``'s tile set to
 ``BK,NS,MINB,CW`` or ``off``, which leaves the products to ``sbgemm_tc``,
 and with ``@REV`` the kernels of that revision; ``wg=TILE``: the tree with
 ``sbgemm_wg_pipe``'s tile set to ``NS,SW`` or ``off``, which leaves the
-products to ``sbgemm_tc_pipe``),
+products to ``sbgemm_tc_pipe``; ``l2-promotion=N``: the tree with the
+tensor maps' L2 promotion set to N),
 ``kernel`` (the kernel the backend took),
 ``time_us``, ``floor_ratio``, ``rel_err`` and ``copy_Bps``.  The launch
 set-up is the working tree's (``GPUBackend._gemm_config``) for every
@@ -42,6 +43,8 @@ def main() -> int:
                          "revision's kernels (repeatable)")
     ap.add_argument("--wg-tile", action="append", default=[],
                     help="also the tree with sbgemm_wg_pipe's tile NS,SW or off (repeatable)")
+    ap.add_argument("--l2-promotion", action="append", default=[], type=int,
+                    help="also the tree with the tensor maps' L2 promotion set to this (0-3, repeatable)")
     ap.add_argument("--rounds", type=int, default=1, help="rounds of all variants in turn")
     ap.add_argument("--size", default="1001,100,5000", help="Nf,Nd,Nm")
     ap.add_argument("--out", required=True, help="JSON lines appended here")
@@ -49,6 +52,7 @@ def main() -> int:
 
     import cupy as cp
 
+    from fftmatvec.backend import tensormap
     from fftmatvec.backend.gpu import GPUBackend
 
     select = use_revisions("sbgemm.cu", args.rev + [t.partition("@")[2] for t in args.pipe_tile if "@" in t])
@@ -69,7 +73,9 @@ def main() -> int:
 
     tiles = {f"pipe={t}": tile(t.split("@")[0]) for t in args.pipe_tile}
     wg_tiles = {f"wg={t}": tile(t) for t in args.wg_tile}
-    variants = ["tree"] + list(tiles) + list(wg_tiles) + args.rev
+    promotions = {f"l2-promotion={n}": n for n in args.l2_promotion}
+    tree_promotion = tensormap.L2_PROMOTION
+    variants = ["tree"] + list(tiles) + list(wg_tiles) + list(promotions) + args.rev
     with open(args.out, "a") as out:
         for K, rnd in ((int(k), r) for k in args.K.split(",") for r in range(args.rounds)):
             x = rand((nf, nm, K))
@@ -81,6 +87,8 @@ def main() -> int:
                 be.gemm_tensor_pipe = {t: tiles[variant] for t in pipe} if variant in tiles else dict(pipe)
                 be.gemm_warpgroup = ({t: wg_tiles[variant] for t in warpgroup} if variant in wg_tiles
                                      else dict(warpgroup))
+                tensormap.L2_PROMOTION = promotions.get(variant, tree_promotion)
+                be._tensor_maps.clear()  # (maps made anew with this variant's promotion)
                 be._launch.clear()
                 y[...] = np.nan
                 be.sbgemv(A, x, y, adjoint=False)

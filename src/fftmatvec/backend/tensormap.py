@@ -15,6 +15,9 @@ import numpy as np
 
 _UINT64 = 4  # CU_TENSOR_MAP_DATA_TYPE_UINT64: 8-byte elements copied as they are
 _SWIZZLE_128B = 3  # CU_TENSOR_MAP_SWIZZLE_128B: 16-byte piece p of row r lands at piece p ^ (r % 8)
+#: How far the L2 widens a box's reads from memory (CUtensorMapL2promotion: 0 none, 1, 2, 3: to 64, 128, 256
+#: bytes).  None: 256 bytes took the same time (benchmarks/results/h200-gemm-ab-l2-promotion-stop45.jsonl).
+L2_PROMOTION = 0
 
 
 @functools.cache
@@ -55,10 +58,10 @@ def rows_map(address: int, shape: tuple[int, int, int], row_pitch: int, box_rows
     u32, u64 = ctypes.c_uint32, ctypes.c_uint64
     raw = np.zeros(128 + 64, np.uint8)  # the map must be 64-byte aligned on the host too
     start = -raw.ctypes.data % 64
-    zero_fill = 0  # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE; no interleave, no L2 promotion
+    zero_fill = 0  # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE; no interleave
     rc = _encode()(raw.ctypes.data + start, _UINT64, 3, address, (u64 * 3)(n2, n1, n0),
                    (u64 * 2)(n2 * 8, row_pitch * n2 * 8), (u32 * 3)(16, box_rows, 1), (u32 * 3)(1, 1, 1), 0,
-                   _SWIZZLE_128B, 0, zero_fill)
+                   _SWIZZLE_128B, L2_PROMOTION, zero_fill)
     if rc != 0:
         raise RuntimeError(f"cuTensorMapEncodeTiled failed (CUresult {rc})")
     return raw[start:start + 128].copy()
