@@ -104,7 +104,10 @@ def main(argv=None) -> int:
     ap.add_argument("--parts", default="small,mid,variants,engine,k16,kernels,host")
     ap.add_argument("--kernel-sizes", default="small,mid,big,big16", help="sizes of the kernels part")
     ap.add_argument("--sweep-sizes", default="big", help="sizes of the fftsweep part: big, mid, big16, bigK, bigKwide")
-    ap.add_argument("--timeline-sizes", default="small,mid", help="sizes of the timeline part: small, mid, big")
+    ap.add_argument("--wait-sizes", default="big",
+                    help="sizes of the wait part: big, big16, big16d (K = 16, ddddd), mid")
+    ap.add_argument("--timeline-sizes", default="small,mid",
+                    help="sizes of the timeline part: small, mid, big, big16 (K = 16)")
     ap.add_argument("--gemm-dtypes", default="complex64,complex128", help="dtypes of the gemmvar part")
     ap.add_argument("--set", action="append", default=[], metavar="ATTR[.KEY]=VALUE",
                     help="set an integer attribute of the backend (a kernel's tuning), or one entry of a dict "
@@ -659,7 +662,7 @@ def main(argv=None) -> int:
             ws = eng.workspace(adjoint, prec, K)
             rec = dict(what="engine", size=label, code=code, adjoint=adjoint, K=K, time_s=t, floor_s=floor,
                        floor_ratio=t / floor, per_vector_s=t / K, replay=ws.x_in is not None,
-                       graph=bool(ws.slot.get("graphs")), slot_error=ws.slot.get("error"))
+                       graph=bool(getattr(ws.launch, "graphs", None)), slot_error=getattr(ws.launch, "error", None))
             if stages:
                 timer = be.timer()
                 for _ in range(5):
@@ -793,7 +796,7 @@ def main(argv=None) -> int:
                 ws = eng.workspace(adjoint, prec, 1)
                 emit(what="small", code=code, adjoint=adjoint, graph_allowed=gmax > 0,
                      per_call_back_to_back_s=t_loop, per_call_events_s=t_sync, per_call_wall_sync_s=t_wall,
-                     recorded=bool(ws.slot.get("graphs")), slot_error=ws.slot.get("error"))
+                     recorded=bool(getattr(ws.launch, "graphs", None)), slot_error=getattr(ws.launch, "error", None))
         be.graph_max_bytes = 1 << 62
         from fftmatvec import BTTOperator
 
@@ -930,20 +933,32 @@ def main(argv=None) -> int:
              ("event_sync", event_sync), ("event_spin", event_spin))  # the ways of waiting for a product
 
     def part_wait():
-        """The big ddddd F m waited for in four ways (the device, the stream, an event, spinning on an
-        event), against back to back and CUDA events, and an 8 GB copy the same ways: is the waited-for
-        product's time above the back-to-back one the wait or the product?"""
+        """Products waited for in four ways (the device, the stream, an event, spinning on an event),
+        against back to back and CUDA events (device time of each waited-for call), and a copy of
+        ``Fhat``'s bytes the same ways (``--wait-sizes``: big ``ddddd`` and, with ``K = 16``, ``dssdd``
+        and ``ddddd``, middle ``dssdd``): is the waited-for product's time above the back-to-back one
+        the wait or the product?  ``matvec`` and the prepared product (one graph launch) both."""
         from fftmatvec.bench import _back_to_back_time, _median_time, random_slab
         from fftmatvec.operator import BTTOperator
 
-        op = BTTOperator(random_slab(0, Nd, Nm, Nt, (0, Nd), (0, Nm)), device=be, shape=(Nd, Nm, Nt))
-        x = cp.random.standard_normal((Nm, Nt, 1))
-        src = cp.empty(Nm * Nd * (Nt + 1), np.float64)
-        dst = cp.empty_like(src)
-        for name, fn in (("matvec", lambda: op.matvec(x)), ("copy moving Fhat's bytes", lambda: cp.copyto(dst, src))):
-            emit(what="wait", fn=name, back_to_back_us=round(_back_to_back_time(fn, 30, be.synchronize) * 1e6, 1),
-                 events_us=round(timeit(fn, reps=30) * 1e6, 1),
-                 **{f"{how}_us": round(_median_time(fn, 30, wait) * 1e6, 1) for how, wait in waits})
+        cases = {"big": (100, 5000, 1000, 1, "ddddd"), "big16": (100, 5000, 1000, 16, "dssdd"),
+                 "big16d": (100, 5000, 1000, 16, "ddddd"), "mid": (50, 1000, 500, 1, "dssdd")}
+        for size in args.wait_sizes.split(","):
+            nd, nm, nt, K, code = cases[size]
+            op = BTTOperator(random_slab(0, nd, nm, nt, (0, nd), (0, nm)), device=be, precision=code)
+            x = cp.random.standard_normal((nm, nt, K))
+            prepared = op.prepare(x)
+            fhat = op.engine.Fhat[op.precision.sbgemv]
+            src = cp.empty(fhat.nbytes // 8, np.float64)
+            dst = cp.empty_like(src)
+            reps = 30 if K > 1 else 200
+            for name, fn in (("matvec", lambda: op.matvec(x)), ("prepared", prepared),
+                             ("copy moving Fhat's bytes", lambda: cp.copyto(dst, src))):
+                for _ in range(2):  # two rounds: does the gap stay within one process
+                    emit(what="wait", size=f"{nm}x{nd}x{nt}", K=K, code=code, fn=name,
+                         back_to_back_us=round(_back_to_back_time(fn, reps, be.synchronize) * 1e6, 1),
+                         events_us=round(timeit(fn, reps=reps) * 1e6, 1),
+                         **{f"{how}_us": round(_median_time(fn, reps, wait) * 1e6, 1) for how, wait in waits})
 
     def part_l2():
         """How much of a product's read of Fhat the L2 can serve from the previous
@@ -1947,10 +1962,10 @@ def main(argv=None) -> int:
                 for _ in range(5):  # recorded, then replayed
                     call()
                 be.synchronize()
-                graphs = [g for ws in op.engine._workspaces.values() for g in ws.slot.get("graphs", {}).values()]
+                graphs = [g for ws in op.engine._workspaces.values() for g in getattr(ws.launch, "graphs", {}).values()]
                 notes = []
                 for ws in op.engine._workspaces.values():
-                    slot_graphs = ws.slot.get("graphs", {})
+                    slot_graphs = getattr(ws.launch, "graphs", {})
                     for key in list(slot_graphs):
                         slot_graphs[key] = NotedGraph(slot_graphs[key], notes)
                 before = []
@@ -1982,7 +1997,7 @@ def main(argv=None) -> int:
         (The profiler adds its own host time to each call and launch; the device part is exact.)
         Each kernel's median duration is also taken with the same calls queued back to back, so that a
         kernel that runs slower when the device was idle before it shows (``kernel_us``: waited,
-        back to back)."""
+        back to back), and the wall time per call of those queued calls (``back_to_back_call_us``)."""
         import importlib.util
         import os
         import tempfile
@@ -1996,9 +2011,11 @@ def main(argv=None) -> int:
         from fftmatvec.bench import random_slab
         from fftmatvec.operator import BTTOperator
 
-        shapes = {"small": (15, 289, 10), "mid": (50, 1000, 500), "big": (100, 5000, 1000)}
+        shapes = {"small": (15, 289, 10, 1), "mid": (50, 1000, 500, 1), "big": (100, 5000, 1000, 1),
+                  "big16": (100, 5000, 1000, 16)}
         codes = {"small": [("ddddd", False), ("ddddd", True)],
-                 "mid": [("ddddd", False), ("ddddd", True), ("dssdd", False), ("ddssd", True)]}
+                 "mid": [("ddddd", False), ("ddddd", True), ("dssdd", False), ("ddssd", True)],
+                 "big16": [("ddddd", False), ("dssdd", False)]}
         codes["big"] = codes["mid"]
         cases = [(shapes[size], code, adjoint) for size in args.timeline_sizes.split(",")
                  for code, adjoint in codes[size]]
@@ -2019,11 +2036,11 @@ def main(argv=None) -> int:
                     by_name.setdefault(e["name"][:60], []).append(e["dur"])
             return {name: round(float(np.median(d)), 2) for name, d in by_name.items()}
 
-        for (nd, nm, nt), code, adjoint in cases:
+        for (nd, nm, nt, K), code, adjoint in cases:
             f = random_slab(0, nd, nm, nt, (0, nd), (0, nm))
             op = BTTOperator(f, device=be, precision=code, adjoint_precision=code)
             apply = op.rmatvec if adjoint else op.matvec
-            x = cp.random.standard_normal((nd if adjoint else nm, nt))
+            x = cp.random.standard_normal((nd if adjoint else nm, nt) + ((K,) if K > 1 else ()))
             for _ in range(10):
                 apply(x)
             be.synchronize()
@@ -2034,9 +2051,11 @@ def main(argv=None) -> int:
                         be.synchronize()
             events = trace(prof)
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                t0 = time.perf_counter()
                 for _ in range(40):
                     apply(x)
                 be.synchronize()
+                back_to_back_call = (time.perf_counter() - t0) / 40
             back_to_back = kernel_medians(trace(prof))
             calls = sorted((e for e in events if e.get("name") == "call" and e.get("cat") == "user_annotation"),
                            key=lambda e: e["ts"])
@@ -2058,9 +2077,10 @@ def main(argv=None) -> int:
                                  n_launches=len(ls)))
             med = {k: round(float(np.median([r[k] for r in rows])), 2) for k in rows[0]} if rows else {}
             waited = kernel_medians(events)
-            emit(what="timeline", size=f"{nm}x{nd}x{nt}", code=code, adjoint=adjoint, calls=len(rows),
+            emit(what="timeline", size=f"{nm}x{nd}x{nt}", K=K, code=code, adjoint=adjoint, calls=len(rows),
                  kernel_us={name: [t, back_to_back.get(name)] for name, t in waited.items()},
-                 launch_names=sorted({e["name"] for e in launches}), median_us=med)
+                 launch_names=sorted({e["name"] for e in launches}), median_us=med,
+                 back_to_back_call_us=round(back_to_back_call * 1e6, 2))
 
     for name, fn in (("latency", part_latency), ("small", part_small), ("mid", part_mid),
                      ("midvar", part_mid_variants), ("fft", part_fft), ("fftvar", part_fft_variants),

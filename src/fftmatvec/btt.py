@@ -8,7 +8,7 @@ movement between ranks around it.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, ContextManager
 
 import numpy as np
@@ -38,10 +38,10 @@ class _Workspace:
     x_hat: Array  # (Nf, n_in, K) complex, Precision.sbgemv_in
     y_hat: Array  # (Nf, n_out, K) complex, SBGEMV precision
     y: Array  # (n_out, Nt, K) real, reduce precision
-    replay: bool = False  # run through the backend's replay (recordings of the launches)
+    replay: bool = False  # run through the backend's replayer (recordings of the launches)
     x_in: Array = None  # (n_in, Nt, K) pad precision: a fixed input buffer for replays of the stages
     direct: Callable[[Array, Array], None] | None = None  # the backend's one-call product, if it has one
-    slot: dict = field(default_factory=dict)  # the backend's recordings (of the stages or of the one kernel)
+    launch: Callable[[Array, Array], None] | None = None  # the untimed product x -> y (LocalBTT.launcher)
 
 
 class LocalBTT:
@@ -85,7 +85,7 @@ class LocalBTT:
             Fhat = self.Fhat[prec.sbgemv]
             direct = be.direct_plan(Fhat, K, prec, adjoint)
             replay = be.use_replay(Fhat.nbytes)
-            self._workspaces[key] = _Workspace(
+            ws = _Workspace(
                 x_hat=be.empty((self.Nf, n_in, K), prec.sbgemv_in),
                 y_hat=be.empty((self.Nf, n_out, K), prec.sbgemv),
                 y=be.empty((n_out, self.Nt, K), prec.reduce),
@@ -93,7 +93,23 @@ class LocalBTT:
                 x_in=be.empty((n_in, self.Nt, K), prec.pad) if replay and direct is None else None,
                 direct=direct,
             )
+            work = self._work(ws, Fhat, prec, adjoint)
+            if not replay:
+                ws.launch = work
+            elif direct is not None:  # a recorded launch costs the host less than a launch (docs/gpu-kernels.md)
+                ws.launch = be.replayer(work)
+            else:  # fixed buffers: the backend may record the stages once and replay them
+                ws.launch = be.replayer(work, ws.x_in, ws.y)
+            self._workspaces[key] = ws
         return self._workspaces[key]
+
+    def launcher(self, adjoint: bool, prec: Precision, K: int) -> Callable[[Array, Array], None]:
+        """``launch(x, y)``: :meth:`apply`'s untimed product of an ``(n_in,
+        Nt, K)`` input ``x`` (``(n_in, Nt)`` for ``K = 1``; pad precision,
+        C-contiguous) into ``y`` (reduce precision, C-contiguous, of the
+        result's shape), with no look-ups of its own: for a caller that
+        launches many products of one configuration."""
+        return self.workspace(adjoint, prec, K).launch
 
     def apply(
         self,
@@ -127,19 +143,13 @@ class LocalBTT:
         """
         be = self.backend
         ws = self.workspace(adjoint, prec, x.shape[2] if x.ndim == 3 else 1)
-        Fhat = self.Fhat[prec.sbgemv]
         if timer is _no_timer:
             y = ws.y if out is None else out
-            work = self._work(ws, Fhat, prec, adjoint)
-            if not ws.replay:
-                work(x, y)
-            elif ws.direct is not None:  # a recorded launch costs the host less than a launch (docs/gpu-kernels.md)
-                be.replay(ws.slot, work, x, y)
-            else:  # fixed buffers: the backend may record the stages once and replay them
-                be.replay(ws.slot, work, x, y, ws.x_in, ws.y)
+            ws.launch(x, y)
             return y
         if out is not None:
             raise ValueError("apply: out= is for untimed products")
+        Fhat = self.Fhat[prec.sbgemv]
         x = _with_k(x)
         y_pad = self._timed_forward_transform(x, ws, prec, timer)
         with timer("sbgemv"):

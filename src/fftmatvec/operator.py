@@ -27,6 +27,8 @@ _F64 = np.dtype(np.float64)
 # overlaps the device's work instead of delaying the launch; above it the
 # product's own time dwarfs it.  One such array per direction is kept.
 _SPARE_MAX_BYTES = 16 << 20
+# Signatures of one-process inputs whose checks and look-ups an operator keeps (_LocalCall).
+_LOCAL_CALLS_MAX = 16
 
 Array = Any
 
@@ -114,7 +116,8 @@ class BTTOperator:
             precision, adjoint_precision = self.tuning.forward, self.tuning.adjoint
         self.precision = _precision.parse(precision)
         self.adjoint_precision = _precision.parse(adjoint_precision or precision)
-        self._spares: dict[bool, Any] = {}  # per direction, the next result's array (_local_product)
+        self._spares: dict[bool, Any] = {}  # per direction, the next result's array (_LocalCall)
+        self._local_calls: dict[tuple, _LocalCall] = {}  # per input signature (_local_product)
         # Everything that can fail on one rank only (device, shapes, NaN in a
         # slab, out of memory) is voted on before the first product.
         with collective(_comm(self.grid), "setting up the operator") as vote:
@@ -491,36 +494,28 @@ class BTTOperator:
         and none of its votes, broadcasts or reductions (the latency of small
         products is mostly this host-side work), into ``out`` if given.
         ``engine`` replaces the operator's own (``aux_normal``'s ``G^T``);
-        ``check_values=False`` skips the NaN/Inf check of a checked input."""
-        prec = self.adjoint_precision if adjoint else self.precision
+        ``check_values=False`` skips the NaN/Inf check of a checked input.
+
+        What does not change between calls with inputs of one signature (type,
+        shape, dtype, strides) is checked and looked up once, by the
+        signature's :class:`_LocalCall`."""
+        try:
+            call = self._local_calls[adjoint, engine, check_values, type(v), v.shape, v.dtype, v.strides]
+        except (KeyError, AttributeError):  # a signature not seen yet, or not an array
+            v, call = self._local_call(v, adjoint, engine, check_values)
+        return call(v, out)
+
+    def _local_call(self, v: Array, adjoint: bool, engine: LocalBTT | None,
+                    check_values: bool) -> tuple[Array, "_LocalCall"]:
+        """``v`` as an array (its shape checked) and the :class:`_LocalCall` of
+        its signature, made and kept (up to :data:`_LOCAL_CALLS_MAX`)."""
         what = "F^T d" if adjoint else "F m"
-        engine = self.engine if engine is None else engine
-        v, native = self._checked(v, self.Nd if adjoint else self.Nm, what,
-                                  check_values=check_values)
-        be = self.backend
-        shape = (self.Nm if adjoint else self.Nd, self.Nt) + v.shape[2:]
-        if out is not None:
-            self._check_out(out, v, shape, native, what)
-        x = v
-        if not native or x.dtype != prec.pad or not x.flags.c_contiguous:
-            x = be.xp.ascontiguousarray(be.asarray(x, dtype=prec.pad))
-        if native and prec.reduce == _F64:  # the engine writes the caller's array
-            new_array = out is None
-            if new_array:
-                spare = self._spares.pop(adjoint, None)
-                out = spare if spare is not None and spare.shape == shape else be.empty(shape, _F64)
-            engine.apply(x, prec, adjoint=adjoint, out=out)
-            if new_array and out.nbytes <= _SPARE_MAX_BYTES:
-                self._spares[adjoint] = be.empty(shape, _F64)  # the next result's array, made while this one runs
-            return out
-        y = engine.apply(x, prec, adjoint=adjoint)
-        if out is None:
-            return self._result(y, v.ndim == 3, native)
-        if native:
-            be.copy_into(y, out)  # rounded to float64 in the copy
-        else:
-            np.copyto(out, self.backend.to_host(y).reshape(shape))
-        return out
+        v, native = self._checked(v, self.Nd if adjoint else self.Nm, what, check_values=False)
+        call = _LocalCall(self, v, native, adjoint, self.engine if engine is None else engine, check_values)
+        if len(self._local_calls) >= _LOCAL_CALLS_MAX:
+            self._local_calls.clear()
+        self._local_calls[adjoint, engine, check_values, type(v), v.shape, v.dtype, v.strides] = call
+        return v, call
 
     def _check_out(self, out: Array, v: Array, shape: tuple[int, ...], native: bool, what: str) -> None:
         """``out`` must be what the product would return (array library,
@@ -546,6 +541,64 @@ class BTTOperator:
         from .linop import as_scipy
 
         return as_scipy(self)
+
+
+class _LocalCall:
+    """One-process products ``F v`` (``F^T v`` with ``adjoint``) of inputs of
+    one signature: array type, shape, dtype and strides
+    (:meth:`BTTOperator._local_product`).
+
+    Made from the first such input, whose shape :meth:`BTTOperator._checked`
+    has checked: the result's shape, whether the input must be cast to the
+    pad precision or made contiguous, and the engine's launch are worked out
+    here once.  A call does only what depends on the values or on ``out``:
+    the NaN/Inf check of host values (``check_values``), the check of
+    ``out``, the cast and the launch.  The host time before a middle-size
+    product's launch on a GPU is most of what a waited-for product costs
+    above one queued back to back (docs/gpu.md)."""
+
+    __slots__ = ("op", "engine", "adjoint", "prec", "what", "native", "check_host_values", "shape", "cast",
+                 "launch", "spare_next")
+
+    def __init__(self, op: BTTOperator, v: Array, native: bool, adjoint: bool, engine: LocalBTT,
+                 check_values: bool) -> None:
+        self.op, self.engine, self.adjoint, self.native = op, engine, adjoint, native
+        self.prec = op.adjoint_precision if adjoint else op.precision
+        self.what = "F^T d" if adjoint else "F m"
+        self.check_host_values = check_values and isinstance(v, np.ndarray)
+        self.shape = (op.Nm if adjoint else op.Nd, op.Nt) + v.shape[2:]
+        self.cast = not native or v.dtype != self.prec.pad or not v.flags.c_contiguous
+        # a device input and a float64 result: the engine writes the caller's array itself
+        into_caller = native and self.prec.reduce == _F64
+        K = v.shape[2] if v.ndim == 3 else 1
+        self.launch = engine.launcher(adjoint, self.prec, K) if into_caller else None
+        self.spare_next = into_caller and np.prod(self.shape) * _F64.itemsize <= _SPARE_MAX_BYTES
+
+    def __call__(self, v: Array, out: Array | None) -> Array:
+        op, be = self.op, self.op.backend
+        if self.check_host_values and not all_finite(np, v):
+            raise FftmatvecError("input vector contains NaN or Inf")
+        if out is not None:
+            op._check_out(out, v, self.shape, self.native, self.what)
+        x = be.xp.ascontiguousarray(be.asarray(v, dtype=self.prec.pad)) if self.cast else v
+        if self.launch is not None:
+            if out is not None:
+                self.launch(x, out)
+                return out
+            spare = op._spares.pop(self.adjoint, None)
+            y = spare if spare is not None and spare.shape == self.shape else be.empty(self.shape, _F64)
+            self.launch(x, y)
+            if self.spare_next:
+                op._spares[self.adjoint] = be.empty(self.shape, _F64)  # the next result's array, made while y's runs
+            return y
+        y = self.engine.apply(x, self.prec, adjoint=self.adjoint)
+        if out is None:
+            return op._result(y, v.ndim == 3, self.native)
+        if self.native:
+            be.copy_into(y, out)  # rounded to float64 in the copy
+        else:
+            np.copyto(out, be.to_host(y).reshape(self.shape))
+        return out
 
 
 class PreparedProduct:

@@ -213,7 +213,7 @@ def test_graph_replay_equals_eager(staged_gpu, eager_gpu, rng, code, K):
         ws = op_r.engine.workspace(adjoint, op_r.precision, K)
         assert ws.x_in is not None
         if K < gpu.blas_min_k[(op_r.engine.Fhat[op_r.precision.sbgemv].dtype, adjoint)]:
-            assert ws.slot.get("graphs"), ws.slot.get("error")
+            assert ws.launch.graphs, ws.launch.error
     # F^T F through replayed workspaces
     m = rng.standard_normal((nm, nt, K))
     np.testing.assert_array_equal(op_r.normal(m), op_e.normal(m))
@@ -245,7 +245,7 @@ def test_programmatic_launch_equals_plain(gpu, rng, code, shape):
             yq = (op_q.rmatvec if adjoint else op_q.matvec)(x)
             cupy.testing.assert_array_equal(yp, yq)
         ws = op_p.engine.workspace(adjoint, op_p.adjoint_precision if adjoint else op_p.precision, 1)
-        assert ws.slot.get("graphs"), ws.slot.get("error")
+        assert ws.launch.graphs, ws.launch.error
 
 
 @pytest.mark.parametrize("release", [True, False], ids=["released", "kept"])
@@ -340,8 +340,8 @@ def test_recording_falls_back_to_plain_launches(rng):
         x = cupy.asarray(rng.standard_normal((40, 48)))
         cupy.testing.assert_array_equal(op.matvec(x), op_plain.matvec(x))
     assert not be.programmatic_launch
-    slot = op.engine.workspace(False, op.precision, 1).slot
-    assert slot.get("graphs") and not slot.get("eager"), slot.get("error")
+    replayer = op.engine.workspace(False, op.precision, 1).launch
+    assert replayer.graphs and not replayer.eager, replayer.error
 
 
 @pytest.mark.parametrize("K", [1, 2])  # native kernels (cuBLAS, from K = 3 in complex128, cannot be recorded)
@@ -370,7 +370,7 @@ def test_products_into_caller_array(eager_gpu, staged_gpu, rng, K):
                 assert rel_err(y.get(), dense_product(f, x, adjoint).reshape(y.shape)) < 1e-12, (be, adjoint, call)
                 if call % 2:
                     kept.append(y)
-            assert bool(ws.slot.get("graphs")) == (be is staged_gpu)
+            assert bool(getattr(ws.launch, "graphs", None)) == (be is staged_gpu)  # eager_gpu: no replayer
 
 
 @pytest.mark.parametrize("shape", [(15, 289, 10), (6, 50, 40)], ids=["direct", "staged"])
@@ -515,7 +515,7 @@ def test_direct_product_replayed(gpu, rng):
             op.engine.apply(x, prec, adjoint=adjoint, out=y)
             np.testing.assert_array_equal(y.get(), (op_e.rmatvec if adjoint else op_e.matvec)(x).get())
         ws = op.engine.workspace(adjoint, prec, 1)
-        assert ws.direct is not None and ws.replay and ws.slot.get("graphs"), ws.slot.get("error")
+        assert ws.direct is not None and ws.replay and ws.launch.graphs, ws.launch.error
         assert not op_e.engine.workspace(adjoint, prec, 1).replay
         y2 = cupy.full_like(y, np.nan)  # a new result buffer: an eager launch
         op.engine.apply(x, prec, adjoint=adjoint, out=y2)
@@ -546,8 +546,28 @@ def test_results_are_new_arrays(gpu, rng, nt):
         for v, ref in zip(inputs, refs):  # a solver's loop: one input buffer, each result dropped
             x[...] = v
             np.testing.assert_array_equal(product(x).get(), ref)
-        slot = op.engine.workspace(adjoint, op.precision, 1).slot
-        assert slot.get("graphs"), slot.get("error")
+        replayer = op.engine.workspace(adjoint, op.precision, 1).launch
+        assert replayer.graphs, replayer.error
+
+
+@pytest.mark.parametrize("nt", [10, 36])
+def test_inputs_of_another_layout_are_made_contiguous(gpu, rng, nt):
+    """After products of contiguous device inputs, a strided view and a
+    Fortran-ordered array of the same values (other signatures of the
+    one-process path) are made contiguous before the native kernels read
+    them (one kernel at Nt = 10, staged at 36)."""
+    nd, nm = 6, 23
+    f = rng.standard_normal((nd, nm, nt))
+    op = BTTOperator(f, device=gpu)
+    m = rng.standard_normal((nm, nt))
+    ref = dense_product(f, m[:, :, None], False)[:, :, 0]
+    x = cupy.asarray(m)
+    for _ in range(3):
+        assert rel_err(op.matvec(x).get(), ref) < 1e-12
+    wide = cupy.zeros((nm, 2 * nt))
+    wide[:, ::2] = x
+    for same in (wide[:, ::2], cupy.asfortranarray(x)):
+        assert rel_err(op.matvec(same).get(), ref) < 1e-12
 
 
 def test_direct_product_not_taken(gpu, rng):

@@ -287,6 +287,37 @@ def test_each_product_returns_its_own_array(Ks, rng):
             assert not any(np.may_share_memory(y, other) for other in results[i + 1:])
 
 
+def test_inputs_of_a_signature_seen_before_are_checked_and_cast(rng):
+    """The one-process path works out what an input's type, shape, dtype and
+    strides imply once per signature: later inputs are still checked for
+    NaN/Inf and shape, inputs of another layout or dtype are cast, and more
+    signatures than it keeps give the same products."""
+    f = rng.standard_normal((3, 5, 7))
+    op = BTTOperator(f)
+    m = rng.standard_normal((5, 7))
+    ref = direct_btt(f, m)
+    for _ in range(3):
+        assert rel_err(op.matvec(m), ref) < 1e-13
+    bad = m.copy()
+    bad[4, 6] = np.inf
+    with pytest.raises(FftmatvecError, match="NaN or Inf"):
+        op.matvec(bad)
+    with pytest.raises(ConfigError, match=r"\(5, 7\)"):
+        op.matvec(rng.standard_normal((5, 6)))
+    wide = np.zeros((5, 14))
+    wide[:, ::2] = m
+    for same in (np.asfortranarray(m), m.tolist(), wide[:, ::2]):
+        assert rel_err(op.matvec(same), ref) < 1e-13
+    m32 = m.astype(np.float32)
+    assert rel_err(op.matvec(m32), direct_btt(f, m32.astype(np.float64))) < 1e-13
+    for K in range(1, 22):  # more signatures than an operator keeps
+        mk = rng.standard_normal((5, 7, K))
+        yk = op.matvec(mk)
+        assert yk.shape == (3, 7, K)
+        assert rel_err(yk[:, :, K - 1], direct_btt(f, mk[:, :, K - 1])) < 1e-13
+    assert rel_err(op.matvec(m), ref) < 1e-13
+
+
 def test_out_is_checked(rng):
     f = rng.standard_normal((3, 5, 7))
     op = BTTOperator(f)

@@ -110,21 +110,21 @@ class Backend(abc.ABC):
         must not allocate or synchronise once it has run once."""
         return work
 
-    def replay(self, slot: dict, fn: Callable[[Array, Array], None], x: Array, y: Array,
-               x_fixed: Array | None = None, y_fixed: Array | None = None) -> None:
-        """Run ``fn(x, y)``, the device work of one product from ``x`` into
-        ``y``, on fixed work buffers.
+    def replayer(self, fn: Callable[[Array, Array], None], x_fixed: Array | None = None,
+                 y_fixed: Array | None = None) -> Callable[[Array, Array], None]:
+        """``run(x, y)``: ``fn(x, y)``, the device work of one product from
+        ``x`` into ``y``, run with as little host work per call as the
+        backend allows.
 
         A backend may record ``fn``'s work once and replay the recording on
-        later calls with the same ``slot`` (a dict the caller keeps with the
-        buffers, where the backend stores its recordings): per pair of
-        buffers ``(x, y)`` that comes back, or by copying a new input into
-        ``x_fixed``, replaying the recording made on ``(x_fixed, y_fixed)``
-        and copying ``y_fixed`` to ``y`` (same dtypes and sizes; ``(n, Nt)``
-        and ``(n, Nt, 1)`` are the same buffer to a copy).  ``fn``
-        must not allocate or synchronise.  The CPU just calls ``fn(x, y)``.
+        later calls: per pair of buffers ``(x, y)`` that comes back, or by
+        copying a new input into ``x_fixed``, replaying the recording made on
+        ``(x_fixed, y_fixed)`` and copying ``y_fixed`` to ``y`` (same dtypes
+        and sizes; ``(n, Nt)`` and ``(n, Nt, 1)`` are the same buffer to a
+        copy).  ``fn`` must not allocate or synchronise once it has run once.
+        The CPU returns ``fn`` itself.
         """
-        fn(x, y)
+        return fn
 
     # -- the five stages -------------------------------------------------
     def pad(self, x: Array, out: Array) -> None:

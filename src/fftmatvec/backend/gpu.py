@@ -26,7 +26,7 @@ stage runs (choices measured on an H200, see benchmarks/results/h200-*.jsonl):
   :meth:`GPUBackend.direct_plan` runs the five stages in one kernel
   (``native/direct.cu``, direct DFTs), since there three kernels cost more
   in launches than in work;
-* :meth:`GPUBackend.replay` records the engine's stages as CUDA graphs (no
+* :meth:`GPUBackend.replayer` records the engine's stages as CUDA graphs (no
   host launch gaps); :meth:`GPUBackend.capture` records any block of calls;
 * on Hopper the kernels are launched programmatically (:mod:`.launch`): a
   product kernel is scheduled while the transform before it still runs and
@@ -239,6 +239,85 @@ class _Recording:
         if self.graph is None:
             raise FftmatvecError("nothing was recorded")
         self.graph.launch()
+
+
+class _Replayer:
+    """``run(x, y)``: a product's device work ``fn(x, y)`` through CUDA graphs
+    (:meth:`GPUBackend.replayer`).
+
+    The first call runs eagerly (plans, scratch buffers and kernels are
+    made there).  A pair of input and output buffers seen a second time
+    gets its own recording (up to ``backend.max_graphs``, least recently
+    used dropped), so a caller that reuses its input, and whose results come
+    back to the same memory (CuPy's pool hands a freed block out again),
+    pays no copy.  Otherwise a new input is copied into ``x_fixed``, the
+    recording on ``(x_fixed, y_fixed)`` replayed and ``y_fixed`` copied to
+    ``y`` (without fixed buffers: ``fn`` runs eagerly).  A recording reads
+    and writes the buffers at launch, so results equal eager ones.  A
+    capture that fails (an operation that cannot be recorded, e.g. some
+    library calls) makes the replayer eager for good (``eager``, ``error``).
+
+    Buffers are told apart by their addresses alone: every ``x`` (and every
+    ``y``) of one replayer has the same size and dtype and is C-contiguous
+    (the engine's preconditions), so an address names one buffer, and a
+    call that finds its recording costs the host two address reads and a
+    dictionary look-up before the launch.
+    """
+
+    def __init__(self, backend: "GPUBackend", fn: Callable[[Array, Array], None], x_fixed: Array | None,
+                 y_fixed: Array | None) -> None:
+        self.backend, self.fn, self.x_fixed, self.y_fixed = backend, fn, x_fixed, y_fixed
+        self.graphs: dict[tuple[int, int], Any] = {}  # (x, y) addresses -> graph, least recently used first
+        self.eager = False
+        self.error: str | None = None
+        self._seen: set[tuple[int, int]] = set()
+        self._warm = False
+
+    def __call__(self, x: Array, y: Array) -> None:
+        key = (x.data.ptr, y.data.ptr)
+        graph = self.graphs.pop(key, None)
+        if graph is not None:
+            self.graphs[key] = graph  # most recently used last
+            graph.launch()
+            return
+        self._unrecorded(key, x, y)
+
+    def _unrecorded(self, key: tuple[int, int], x: Array, y: Array) -> None:
+        """A pair with no recording: eager, recorded now (seen before), or
+        through the fixed buffers' recording."""
+        if self.eager:
+            self.fn(x, y)
+            return
+        if key in self._seen:  # these buffers came back: record on them
+            self._record(key, x, y)
+            return
+        if len(self._seen) > 256:
+            self._seen.clear()
+        self._seen.add(key)
+        if self.x_fixed is not None and self.y_fixed is not None and self._warm:
+            be, fkey = self.backend, (self.x_fixed.data.ptr, self.y_fixed.data.ptr)
+            if x is not self.x_fixed:
+                be.copy_into(x, self.x_fixed)
+            graph = self.graphs.get(fkey)
+            if graph is not None:
+                graph.launch()
+            else:
+                self._record(fkey, self.x_fixed, self.y_fixed)
+            if y is not self.y_fixed:
+                be.copy_into(self.y_fixed, y)
+            return
+        self._warm = True
+        self.fn(x, y)
+
+    def _record(self, key: tuple[int, int], x: Array, y: Array) -> None:
+        rec, exc = self.backend._recording(self.fn, x, y)
+        if rec is None:  # cannot record: eager from now on
+            self.eager, self.error = True, repr(exc)
+            self.fn(x, y)
+            return
+        self.graphs[key] = rec.graph
+        while len(self.graphs) > self.backend.max_graphs:
+            self.graphs.pop(next(iter(self.graphs)))
 
 
 class GPUBackend(Backend):
@@ -587,60 +666,11 @@ class GPUBackend(Backend):
         rec.graph = graph
         graph.launch()
 
-    def replay(self, slot: dict, fn: Callable[[Array, Array], None], x: Array, y: Array,
-               x_fixed: Array | None = None, y_fixed: Array | None = None) -> None:
-        """Run ``fn(x, y)`` through CUDA graphs.
-
-        The first call runs eagerly (plans, scratch buffers and kernels are
-        made there).  A pair of input and output buffers seen a second time
-        gets its own recording (up to :attr:`max_graphs` per slot, least
-        recently used dropped), so a caller that reuses its input, and whose
-        results come back to the same memory (CuPy's pool hands a freed block
-        out again), pays no copy.  Otherwise a new input is copied into
-        ``x_fixed``, the recording on ``(x_fixed, y_fixed)`` replayed and
-        ``y_fixed`` copied to ``y``.  A recording reads and writes the
-        buffers at launch, so results equal eager ones.  A capture that fails
-        (an operation that cannot be recorded, e.g. some library calls) makes
-        the slot eager for good; with :attr:`programmatic_launch` on, it is
-        first tried again with plain launches, which the backend keeps if
-        that succeeds (a driver that records no programmatic launches).
-
-        Buffers are told apart by their addresses alone: within one slot every
-        ``x`` (and every ``y``) has the same size and dtype and is
-        C-contiguous (the engine's preconditions), so an address names one
-        buffer, and looking a pair up costs the host no shape or dtype reads.
-        """
-        if slot.get("eager"):
-            fn(x, y)
-            return
-        graphs = slot.setdefault("graphs", {})
-        key = (x.data.ptr, y.data.ptr)
-        graph = graphs.pop(key, None)
-        if graph is not None:
-            graphs[key] = graph  # most recently used last
-            graph.launch()
-            return
-        seen = slot.setdefault("seen", set())
-        if key in seen:  # these buffers came back: record on them
-            self._record(slot, key, fn, x, y)
-            return
-        if len(seen) > 256:
-            seen.clear()
-        seen.add(key)
-        if x_fixed is not None and y_fixed is not None and slot.get("warm"):
-            fkey = (x_fixed.data.ptr, y_fixed.data.ptr)
-            if x is not x_fixed:
-                self.copy_into(x, x_fixed)
-            graph = graphs.get(fkey)
-            if graph is not None:
-                graph.launch()
-            else:
-                self._record(slot, fkey, fn, x_fixed, y_fixed)
-            if y is not y_fixed:
-                self.copy_into(y_fixed, y)
-            return
-        slot["warm"] = True
-        fn(x, y)
+    def replayer(self, fn: Callable[[Array, Array], None], x_fixed: Array | None = None,
+                 y_fixed: Array | None = None) -> "_Replayer":
+        """``fn(x, y)`` through CUDA graphs, one recording per pair of
+        buffers that comes back (:class:`_Replayer`)."""
+        return _Replayer(self, fn, x_fixed, y_fixed)
 
     def recorded(self, work: Callable[[], None]) -> Callable[[], None]:
         """As the base class: ``work`` runs once eagerly (plans, scratch
@@ -650,18 +680,6 @@ class GPUBackend(Backend):
         work()
         rec, _ = self._recording(lambda x, y: work(), None, None)
         return work if rec is None else rec.graph.launch
-
-    def _record(self, slot: dict, key: tuple, fn: Callable[[Array, Array], None], x: Array, y: Array) -> None:
-        rec, exc = self._recording(fn, x, y)
-        if rec is None:  # cannot record: stay eager for this slot
-            slot["eager"] = True
-            slot["error"] = repr(exc)
-            fn(x, y)
-            return
-        graphs = slot["graphs"]
-        graphs[key] = rec.graph
-        while len(graphs) > self.max_graphs:
-            graphs.pop(next(iter(graphs)))
 
     def _recording(self, fn: Callable[[Array, Array], None], x: Array, y: Array
                    ) -> tuple[_Recording | None, Exception | None]:
