@@ -232,7 +232,8 @@ class BTTOperator:
             input, no ``timer``): C-contiguous float64 of the result's
             shape and array library, not overlapping ``m``.  A loop that
             reuses its input and ``out`` replays one recorded product with
-            no allocation (the lowest latency on a GPU).
+            no allocation (:meth:`prepare` checks ``out`` once, not at each
+            call).
         """
         if self._one_process and timer is _no_timer and not isinstance(m, DistVector):
             return self._local_product(m, adjoint=False, out=out)
@@ -293,9 +294,9 @@ class BTTOperator:
         result to float64 (on the device, as part of the product's work),
         and on a GPU the recording of all that work as one CUDA graph (this
         runs the product twice).  A call of the prepared product then
-        launches that work and nothing else; :meth:`matvec` spends a few
-        microseconds of host time on its checks before each launch
-        (docs/gpu.md).
+        launches that work and nothing else; :meth:`matvec` spends about
+        two microseconds of host time before each launch on a GPU (its
+        checks and look-ups, docs/gpu.md).
 
         Parameters
         ----------
