@@ -13,7 +13,8 @@ size in complex64, on one GPU.
 
 One JSON line per variant, ``K`` and round: ``variant`` (``tree``, the
 revision, or ``pipe=TILE``: the tree with ``sbgemm_tc_pipe``'s tile set to
-``BK,NS,MINB,CW`` or ``off``, which leaves the products to ``sbgemm_tc``,
+``BK,NS,MINB,CW`` for every shape (``gemm_pipe_few_rows`` unset) or ``off``,
+which leaves the products to ``sbgemm_tc``,
 and with ``@REV`` the kernels of that revision; ``wg=TILE``: the tree with
 ``sbgemm_wg_pipe``'s tile set to ``NS,SW`` or ``off``, which leaves the
 products to ``sbgemm_tc_pipe``; ``l2-promotion=N``: the tree with the
@@ -66,7 +67,7 @@ def main() -> int:
         return (re + 1j * im).astype(np.complex64)
 
     A = rand((nf, nd, nm))
-    pipe, warpgroup = dict(be.gemm_tensor_pipe), dict(be.gemm_warpgroup)
+    pipe, warpgroup, few_rows = dict(be.gemm_tensor_pipe), dict(be.gemm_warpgroup), dict(be.gemm_pipe_few_rows)
 
     def tile(text: str) -> tuple | None:
         return None if text == "off" else tuple(int(v) for v in text.split(","))
@@ -85,6 +86,7 @@ def main() -> int:
                 revision = variant if variant == "tree" or variant in args.rev else variant.partition("@")[2]
                 select(revision or "tree")
                 be.gemm_tensor_pipe = {t: tiles[variant] for t in pipe} if variant in tiles else dict(pipe)
+                be.gemm_pipe_few_rows = {t: None for t in few_rows} if variant in tiles else dict(few_rows)
                 be.gemm_warpgroup = ({t: wg_tiles[variant] for t in warpgroup} if variant in wg_tiles
                                      else dict(warpgroup))
                 tensormap.L2_PROMOTION = promotions.get(variant, tree_promotion)

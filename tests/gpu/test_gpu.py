@@ -731,6 +731,30 @@ def test_register_targets_are_what_the_engine_launches(monkeypatch):
     assert set(kernels.REGISTER_TARGETS) <= set(launched), sorted(set(kernels.REGISTER_TARGETS) - set(launched))
 
 
+def test_pipe_tile_by_right_hand_sides_and_rows(rng):
+    """The default tiles of ``sbgemm_tc_pipe``: chunks of 32 columns in two
+    blocks a multiprocessor (blocks of at most 256 threads) for 9-16
+    right-hand sides on up to 64 rows, one block of 64-column chunks
+    otherwise (also for 9-16 on more rows, with ``sbgemm_wg_pipe`` off);
+    each gives the float64 product."""
+    be = GPUBackend()
+    if not be.mbarriers or be.gemm_tensor_pipe.get(np.dtype(np.complex64)) is None:
+        pytest.skip("no sbgemm_tc_pipe on this device")
+    be.gemm_warpgroup = {key: None for key in be.gemm_warpgroup}
+    few_rows, other = be.gemm_pipe_few_rows[np.dtype(np.complex64)], be.gemm_tensor_pipe[np.dtype(np.complex64)]
+    for nd, K, tile in ((50, 16, few_rows), (64, 9, few_rows), (50, 8, other), (65, 16, other), (100, 12, other)):
+        nf, nm = 3, 130
+        A = (rng.standard_normal((nf, nd, nm)) + 1j * rng.standard_normal((nf, nd, nm))).astype(np.complex64)
+        x = (rng.standard_normal((nf, nm, K)) + 1j * rng.standard_normal((nf, nm, K))).astype(np.complex64)
+        out = cupy.empty((nf, nd, K), np.complex64)
+        be._launch.clear()
+        be.sbgemv(cupy.asarray(A), cupy.asarray(x), out, adjoint=False)
+        (cfg,) = [cfg for key, cfg in be._launch.items() if key[0] == "gemm"]
+        assert cfg[6] == "sbgemm_tc_pipe", (nd, K, cfg[6])
+        assert (cfg[2][0] <= 256) == (tile[2] == 2), (nd, K, cfg[2])  # MINB = 2: two blocks of up to 256 threads
+        assert rel_err(out.get(), A.astype(np.complex128) @ x.astype(np.complex128)) < 2e-6 * np.sqrt(nm)
+
+
 def gemm_kernels_taken(be) -> set:
     """Names of the native/sbgemm.cu kernels in the backend's cached launches."""
     return {cfg[6] for key, cfg in be._launch.items() if key[0] == "gemm"}
@@ -752,7 +776,7 @@ def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
               (2, 330, 50, 10), (3, 250, 301, 6), (2, 16, 64, 7), (3, 37, 250, 10), (2, 112, 66, 14),
               (2, 33, 98, 4), (2, 16, 2, 16), (3, 113, 130, 16), (2, 128, 200, 16), (2, 65, 64, 11))
     tensor, pipe, staged = dict(be.gemm_tensor), dict(be.gemm_tensor_pipe), dict(be.gemm_staged)
-    warpgroup = dict(be.gemm_warpgroup)
+    warpgroup, few_rows = dict(be.gemm_warpgroup), dict(be.gemm_pipe_few_rows)
     kinds = ("sbgemm_tc", "sbgemm_staged", "sbgemm_fwd") if be.tensor_cores_for(ta) else ("sbgemm_staged",
                                                                                          "sbgemm_fwd")
     # sbgemm_tc_pipe (complex64, Fhat by tensor copies where its rows allow) in blocks of up to 512 threads
@@ -768,6 +792,7 @@ def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
             be.gemm_tensor = tensor if kind.startswith(("sbgemm_tc", "sbgemm_wg")) else {key: None for key in tensor}
             be.gemm_tensor_pipe = {key: pipe_tiles.get(kind, (64, 3, 1, 1) if kind in wg_tiles else None)
                                    for key in pipe}
+            be.gemm_pipe_few_rows = {key: None for key in few_rows}  # the tile of the kind for every shape
             be.gemm_warpgroup = {key: wg_tiles.get(kind) for key in warpgroup}
             be.gemm_staged = staged if kind != "sbgemm_fwd" else {key: None for key in staged}
             be._launch.clear()
@@ -800,7 +825,7 @@ def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
     finally:
         be.gemm_splits = None
         be.gemm_staged, be.gemm_tensor, be.gemm_tensor_pipe = staged, tensor, pipe
-        be.gemm_warpgroup = warpgroup
+        be.gemm_warpgroup, be.gemm_pipe_few_rows = warpgroup, few_rows
 
 
 @pytest.mark.parametrize("K", [1, 12, 20])

@@ -362,6 +362,10 @@ class GPUBackend(Backend):
         is set too, :attr:`mbarriers` is true, ``Fhat`` is 16-byte aligned with
         ``Nm`` even and its warps and shared memory fit
         (``$FFTMATVEC_GEMM_PIPE=0`` unsets it, and so turns both pipes off).
+    gemm_pipe_few_rows : dict[numpy.dtype, tuple or None]
+        Tile of ``sbgemm_tc_pipe`` that replaces :attr:`gemm_tensor_pipe`'s
+        for 9-16 right-hand sides on at most 64 rows (where
+        ``sbgemm_wg_pipe`` does not run), when set.
     gemm_warpgroup : dict[numpy.dtype, tuple or None]
         Tile ``(NS, SW)`` of ``sbgemm_wg_pipe`` (complex64 only: Hopper's
         warpgroup MMA in 3xTF32, chunks brought in as ``sbgemm_tc_pipe``'s,
@@ -499,6 +503,12 @@ class GPUBackend(Backend):
         self.gemm_tensor_pipe: dict[np.dtype, tuple | None] = {c64: (64, 3, 1, 1), c128: None}
         if os.environ.get("FFTMATVEC_GEMM_PIPE", "1") == "0":
             self.gemm_tensor_pipe = {c64: None, c128: None}
+        # ... but chunks of 32 columns in two blocks a multiprocessor for 9-16 right-hand sides on up to 64 rows
+        # (h200-gemm-ab-pipe-tile-sizes-stop46.jsonl, K = 16: 103.5-103.7 against 113.6-114.0 us at 50 rows and 501
+        # frequencies, 766.2-776.6 against 868.6-897.9 at 50 rows and 1001, 68.4-73.1 against 83.7-84.0 at 20
+        # rows; h200-gemm-ab-pipe-tile-rows-stop46.jsonl: level at 64 rows and 501 frequencies, 892-918 against
+        # 969-1021 at 1001; slower from 80 rows on, 163 against 145 us at 80; and 8-34% slower with 8 or fewer)
+        self.gemm_pipe_few_rows: dict[np.dtype, tuple | None] = {c64: (32, 3, 2, 1), c128: None}
         # sbgemm_wg_pipe (wgmma) before sbgemm_tc_pipe for 9-16 right-hand sides and 65-128 rows: (NS, SW);
         # h200-gemm-ab-wg-chains-stop45.jsonl: at the big size 1.37x the floor at K = 16 against sbgemm_tc_pipe's
         # 1.49-1.54x, 1.38-1.41x at K = 12 against 1.61x; three warps that split X (two: 1.50-1.65x)
@@ -1396,7 +1406,8 @@ class GPUBackend(Backend):
         KB = min(16, _pow2_at_least(max(2, K)))
         x_pairs = K % 2 == 0 and (x_hat.dtype != ta or x_hat.data.ptr % 16 == 0)  # (a cast X is a fresh buffer)
         key = ("gemm", nf, nd, nm, K, ta, x_hat.dtype, lda, aligned, x_pairs, self.gemm_splits,
-               self.gemm_tensor.get(ta), self.gemm_tensor_pipe.get(ta), self.gemm_warpgroup.get(ta),
+               self.gemm_tensor.get(ta), self.gemm_tensor_pipe.get(ta), self.gemm_pipe_few_rows.get(ta),
+               self.gemm_warpgroup.get(ta),
                self.gemm_staged.get(ta), self.gemm_tiles.get((ta, KB)))
         cfg = self._launch.get(key)
         if cfg is None:
@@ -1504,7 +1515,8 @@ class GPUBackend(Backend):
 
     def _gemm_config(self, nf, nd, nm, K, KB, ta, tx, lda, aligned, x_pairs):
         """Launch of ``sbgemm_wg_pipe`` or ``sbgemm_tc_pipe`` where they can
-        run (:attr:`gemm_warpgroup`, :attr:`gemm_tensor_pipe`), else of
+        run (:attr:`gemm_warpgroup`, :attr:`gemm_tensor_pipe`,
+        :attr:`gemm_pipe_few_rows`), else of
         ``sbgemm_tc`` (:attr:`gemm_tensor` set, tensor cores
         present, ``nd <= 256``; 8 or 16 right-hand sides a block), else of
         ``sbgemm_staged`` (16 right-hand sides a block, rows that fit one
@@ -1522,6 +1534,9 @@ class GPUBackend(Backend):
                 cfg = self._gemm_wg_config(nf, nd, nm, K, lda, x_pairs, warpgroup)
                 if cfg is not None:
                     return cfg
+            few_rows = self.gemm_pipe_few_rows.get(ta)
+            if few_rows is not None and K > 8 and nd <= 64:
+                pipe = few_rows
             cfg = self._gemm_pipe_config(nf, nd, nm, K, lda, x_pairs, pipe)
             if cfg is not None:
                 return cfg
