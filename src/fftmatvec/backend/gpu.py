@@ -506,8 +506,9 @@ class GPUBackend(Backend):
         # ... but chunks of 32 columns in two blocks a multiprocessor for 9-16 right-hand sides on up to 64 rows
         # (h200-gemm-ab-pipe-tile-sizes-stop46.jsonl, K = 16: 103.5-103.7 against 113.6-114.0 us at 50 rows and 501
         # frequencies, 766.2-776.6 against 868.6-897.9 at 50 rows and 1001, 68.4-73.1 against 83.7-84.0 at 20
-        # rows; h200-gemm-ab-pipe-tile-rows-stop46.jsonl: level at 64 rows and 501 frequencies, 892-918 against
-        # 969-1021 at 1001; slower from 80 rows on, 163 against 145 us at 80; and 8-34% slower with 8 or fewer)
+        # rows; h200-gemm-ab-pipe-tile-rows-stop46.jsonl: at 64 rows 121.5-122.5 against 118.6-119.0 us with 501
+        # frequencies, 892-918 against 969-1021 with 1001; slower from 80 rows on, 163 against 145 us at 80; and
+        # 8-34% slower with 8 or fewer)
         self.gemm_pipe_few_rows: dict[np.dtype, tuple | None] = {c64: (32, 3, 2, 1), c128: None}
         # sbgemm_wg_pipe (wgmma) before sbgemm_tc_pipe for 9-16 right-hand sides and 65-128 rows: (NS, SW);
         # h200-gemm-ab-wg-chains-stop45.jsonl: at the big size 1.37x the floor at K = 16 against sbgemm_tc_pipe's
