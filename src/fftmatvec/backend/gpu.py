@@ -255,7 +255,10 @@ class _Replayer:
     ``y`` (without fixed buffers: ``fn`` runs eagerly).  A recording reads
     and writes the buffers at launch, so results equal eager ones.  A
     capture that fails (an operation that cannot be recorded, e.g. some
-    library calls) makes the replayer eager for good (``eager``, ``error``).
+    library calls) makes the replayer eager for good (``eager``, ``error``);
+    with programmatic launches on, a failed capture is first tried again with
+    plain launches, which the backend then keeps (a driver that records no
+    programmatic launches: ``GPUBackend._recording``).
 
     Buffers are told apart by their addresses alone: every ``x`` (and every
     ``y``) of one replayer has the same size and dtype and is C-contiguous
