@@ -8,7 +8,7 @@ size in complex64, on one GPU.
     python benchmarks/gemm_ab.py --rev 638d20c --out benchmarks/results/h200-gemm-ab.jsonl
     python benchmarks/gemm_ab.py --pipe-tile off --pipe-tile 32,3,2,1 --rounds 3 \\
         --out benchmarks/results/h200-gemm-ab-pipe.jsonl
-    python benchmarks/gemm_ab.py --wg-tile off --wg-tile 2,1,1 --K 16,12 \\
+    python benchmarks/gemm_ab.py --wg-tile off --wg-tile 2,1 --K 16,12 \\
         --out benchmarks/results/h200-gemm-ab-wg.jsonl
 
 One JSON line per variant, ``K`` and round: ``variant`` (``tree``, the
@@ -16,7 +16,7 @@ revision, or ``pipe=TILE``: the tree with ``sbgemm_tc_pipe``'s tile set to
 ``BK,NS,MINB,CW`` for every shape (``gemm_pipe_few_rows`` unset) or ``off``,
 which leaves the products to ``sbgemm_tc``,
 and with ``@REV`` the kernels of that revision; ``wg=TILE``: the tree with
-``sbgemm_wg_pipe``'s tile set to ``NS,SW,DR`` or ``off``, which leaves the
+``sbgemm_wg_pipe``'s tile set to ``NS,SW`` or ``off``, which leaves the
 products to ``sbgemm_tc_pipe``; ``l2-promotion=N``: the tree with the
 tensor maps' L2 promotion set to N),
 ``kernel`` (the kernel the backend took),
@@ -43,7 +43,7 @@ def main() -> int:
                     help="also the tree with sbgemm_tc_pipe's tile BK,NS,MINB,CW or off, with @REV: that "
                          "revision's kernels (repeatable)")
     ap.add_argument("--wg-tile", action="append", default=[],
-                    help="also the tree with sbgemm_wg_pipe's tile NS,SW,DR or off (repeatable)")
+                    help="also the tree with sbgemm_wg_pipe's tile NS,SW or off (repeatable)")
     ap.add_argument("--l2-promotion", action="append", default=[], type=int,
                     help="also the tree with the tensor maps' L2 promotion set to this (0-3, repeatable)")
     ap.add_argument("--rounds", type=int, default=1, help="rounds of all variants in turn")

@@ -821,9 +821,8 @@ sbgemm_tc_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
 // K-major in core matrices of 8 rows x 16 bytes without swizzle, big in rows
 // 0-31 and small in rows 32-63), handed to the computing warps through the
 // mbarriers bfull and bempty as the stages are through full and empty.  The
-// tensor core's sums start from zero every DR chunks and are then added to
-// kept float32 sums, as in sbgemm_tc (its sums lose a little at every
-// addition: DR bounds how many they take).
+// tensor core's sums start from zero each chunk and are added to kept
+// float32 sums, as in sbgemm_tc.
 // Launch: blockDim.x = 32 (9 + SW), gridDim as sbgemm_tc_pipe (cw a multiple
 // of 64; A 16-byte aligned, nm even), dynamic shared memory 8 (2 NS + 4) +
 // 1024 + NS stage + 32768 bytes, stage as sbgemm_tc_pipe's for BK = 64, KB =
@@ -868,7 +867,7 @@ template <int N> FMV_DEV void wgmma_fence_operands(float (&d)[N][4]) {
 
 }  // namespace fmv
 
-template <int NS, int SW, int DR, int VX>
+template <int NS, int SW, int VX>
 __global__ void __launch_bounds__(32 * (9 + SW), 1)
 sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float2* __restrict__ Y, const void* amap,
                int nf, int nd, int nm, int K, int S, int cw, int lda) {
@@ -942,84 +941,61 @@ sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
         // words on) in box ks / 4, in the row's 16-byte pieces 2 (ks % 4) and + 1 swizzled by the row (g)
         const unsigned* a0 = reinterpret_cast<const unsigned*>(ring.base) + (16 * warp + g) * 32 + t;
         const int abw = ring.abox / 4;
-        auto a_words = [&](int c, int ks, unsigned (&a)[4]) {  // chunk c's stage
-            const unsigned* ak = a0 + (c % NS) * (ring.stage / 4) + (ks >> 2) * abw;
-            const int q0 = ((2 * (ks & 3)) ^ g) * 4, q1 = ((2 * (ks & 3) + 1) ^ g) * 4;
-            a[0] = ak[q0];
-            a[1] = ak[q0 + 256];
-            a[2] = ak[q1];
-            a[3] = ak[q1 + 256];
-        };
-        // the chunks' A B_big, A B_small and A_small B_big, in the tensor core: three chains of products, as a
-        // chain waits for each product's latency (benchmarks/wgmma_rate.py: m64n32k8 60 cycles alone).  The
-        // chains run on from chunk to chunk and are drained into the kept sums every DR chunks; between drains a
-        // chunk's stage and second slot are given back one k-step into the next chunk, once its products are done.
-        float big[4][4], small_b[4][4], small_a[4][4];
-        unsigned a[4];
-        if (b.nchunks > 0) {
-            fmv::mbar_wait(full, 0);
-            a_words(0, 0, a);
-        }
-        for (int c0 = 0; c0 < b.nchunks; c0 += DR) {
-            const int c1 = fmv::min_(c0 + DR, b.nchunks);
-            for (int c = c0; c < c1; ++c) {
-                const bool fresh = c == c0;
+        for (int c = 0; c < b.nchunks; ++c) {
+            const int s = c % NS;
+            fmv::mbar_wait(full + s, (c / NS) & 1);
+            const unsigned* as = a0 + s * (ring.stage / 4);
+            auto a_words = [&](int ks, unsigned (&a)[4]) {
+                const unsigned* ak = as + (ks >> 2) * abw;
+                const int q0 = ((2 * (ks & 3)) ^ g) * 4, q1 = ((2 * (ks & 3) + 1) ^ g) * 4;
+                a[0] = ak[q0];
+                a[1] = ak[q0 + 256];
+                a[2] = ak[q1];
+                a[3] = ak[q1 + 256];
+            };
+            // this chunk's A B_big, A B_small and A_small B_big, in the tensor core: three chains of products,
+            // as a chain waits for each product's latency (benchmarks/wgmma_rate.py: m64n32k8 60 cycles alone)
+            float big[4][4], small_b[4][4], small_a[4][4];
+            unsigned a[4];
+            a_words(0, a);
 #pragma unroll
-                for (int ks = 0; ks < 2 * KS; ++ks) {
-                    const int half = ks / KS, kp = ks % KS;
-                    if (kp == 0) fmv::mbar_wait(bfull + half, c & 1);
-                    // A - big exactly, + 0x1000: the tensor core's truncation rounds it to nearest
-                    unsigned small[4];
+            for (int ks = 0; ks < 2 * KS; ++ks) {
+                const int half = ks / KS, kp = ks % KS;
+                if (kp == 0) fmv::mbar_wait(bfull + half, c & 1);
+                unsigned small[4];  // A - big exactly, + 0x1000: the tensor core's truncation rounds it to nearest
 #pragma unroll
-                    for (int e = 0; e < 4; ++e)
-                        small[e] =
-                            __float_as_uint(__uint_as_float(a[e]) - __uint_as_float(a[e] & 0xffffe000u)) + 0x1000;
-                    const unsigned long long bd = bdesc + half * (SLOT / 16) + 16 * kp;
-                    fmv::wgmma_fence();
-                    fmv::wgmma_rs_n32(big, a, bd, ks > 0 || !fresh);
-                    fmv::wgmma_rs_n32(small_b, a, bd + BSMALL, ks > 0 || !fresh);
-                    fmv::wgmma_rs_n32(small_a, small, bd, ks > 0 || !fresh);
-                    fmv::wgmma_commit();
-                    if (ks + 1 < 2 * KS) {  // the next k-step's loads, in flight during the wait
-                        a_words(c, ks + 1, a);
-                    } else if (c + 1 < b.nchunks) {
-                        fmv::mbar_wait(full + (c + 1) % NS, ((c + 1) / NS) & 1);
-                        a_words(c + 1, 0, a);
-                    }
-                    fmv::wgmma_wait<1>();  // the k-step before is done: its registers of A are free
-                    if (ks == KS || (ks == 0 && !fresh)) {  // and so is the first half's slot, or the chunk before
-                        __syncwarp();
-                        if (lane == 0) {
-                            if (ks == KS) {
-                                fmv::mbar_arrive(bempty);
-                            } else {
-                                fmv::mbar_arrive(empty + (c - 1) % NS);
-                                fmv::mbar_arrive(bempty + 1);
-                            }
-                        }
-                    }
+                for (int e = 0; e < 4; ++e)
+                    small[e] = __float_as_uint(__uint_as_float(a[e]) - __uint_as_float(a[e] & 0xffffe000u)) + 0x1000;
+                const unsigned long long bd = bdesc + half * (SLOT / 16) + 16 * kp;
+                fmv::wgmma_fence();
+                fmv::wgmma_rs_n32(big, a, bd, ks > 0);
+                fmv::wgmma_rs_n32(small_b, a, bd + BSMALL, ks > 0);
+                fmv::wgmma_rs_n32(small_a, small, bd, ks > 0);
+                fmv::wgmma_commit();
+                if (ks + 1 < 2 * KS) a_words(ks + 1, a);  // the next k-step's loads, in flight during the wait
+                fmv::wgmma_wait<1>();  // the k-step before is done: its registers of A are free
+                if (ks == KS) {        // and so is every product of the first half: its slot is free
+                    __syncwarp();
+                    if (lane == 0) fmv::mbar_arrive(bempty);
                 }
             }
-            {  // the drain: chunk c1 - 1's products done, its stage and second slot given back, the sums kept
-                const int s = (c1 - 1) % NS;
-                fmv::wgmma_wait<0>();
-                fmv::wgmma_fence_operands(big);
-                fmv::wgmma_fence_operands(small_b);
-                fmv::wgmma_fence_operands(small_a);
-                __syncwarp();
-                if (lane == 0) {
-                    fmv::mbar_arrive(empty + s);
-                    fmv::mbar_arrive(bempty + 1);
-                }
-                // tiles q of each chain's 32 columns: Re Y (q = 0, 1) and Im Y (2, 3)
-#pragma unroll
-                for (int h = 0; h < 2; ++h)
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                        acc.sum[h][e] += (big[h][e] + small_b[h][e]) + small_a[h][e];
-                        acc.sum[2 + h][e] += (big[h + 2][e] + small_b[h + 2][e]) + small_a[h + 2][e];
-                    }
+            fmv::wgmma_wait<0>();
+            fmv::wgmma_fence_operands(big);
+            fmv::wgmma_fence_operands(small_b);
+            fmv::wgmma_fence_operands(small_a);
+            __syncwarp();
+            if (lane == 0) {  // this warp is done with the stage and the second slot
+                fmv::mbar_arrive(empty + s);
+                fmv::mbar_arrive(bempty + 1);
             }
+            // tiles q of each chain's 32 columns: Re Y (q = 0, 1) and Im Y (2, 3)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    acc.sum[h][e] += (big[h][e] + small_b[h][e]) + small_a[h][e];
+                    acc.sum[2 + h][e] += (big[h + 2][e] + small_b[h + 2][e]) + small_a[h + 2][e];
+                }
         }
     }
     __syncthreads();  // every chunk has landed and been used: the stages are free
@@ -1185,11 +1161,11 @@ FMV_TC(double2, 8, 16, 3, 2, 1, 1, 512, 1)
         const float2*, const float2*, float2*, const void*, int, int, int, int, int, int, int);
 FMV_TC_PIPE(16, 64, 3, 2, 1, 2, 512, 1)
 FMV_TC_PIPE(8, 64, 3, 2, 1, 1, 512, 1)
-#define FMV_WG_PIPE(NS, SW, DR, VX)                                                                          \
-    template __global__ void sbgemm_wg_pipe<NS, SW, DR, VX>(const float2*, const float2*, float2*, const void*, int, \
-                                                           int, int, int, int, int, int);
-FMV_WG_PIPE(3, 3, 1, 2)
-FMV_WG_PIPE(2, 1, 1, 1)
+#define FMV_WG_PIPE(NS, SW, VX)                                                                                  \
+    template __global__ void sbgemm_wg_pipe<NS, SW, VX>(const float2*, const float2*, float2*, const void*, int, int, \
+                                                       int, int, int, int, int);
+FMV_WG_PIPE(3, 3, 2)
+FMV_WG_PIPE(2, 1, 1)
 #define FMV_ADJ_TC(TA, TX, KB, W, KS, NS, VA, MINB)                                                          \
     template __global__ void sbgemm_adj_tc<TA, TX, KB, W, KS, NS, VA, MINB>(const TA*, const TX*, TA*, int, int, int, \
                                                                             int, int, int);

@@ -370,10 +370,9 @@ class GPUBackend(Backend):
         for 9-16 right-hand sides on at most 64 rows (where
         ``sbgemm_wg_pipe`` does not run), when set.
     gemm_warpgroup : dict[numpy.dtype, tuple or None]
-        Tile ``(NS, SW, DR)`` of ``sbgemm_wg_pipe`` (complex64 only: Hopper's
+        Tile ``(NS, SW)`` of ``sbgemm_wg_pipe`` (complex64 only: Hopper's
         warpgroup MMA in 3xTF32, chunks brought in as ``sbgemm_tc_pipe``'s,
-        NS stages, SW warps that split ``X``, the tensor core's sums drained
-        into kept ones every DR chunks), which takes the products with
+        NS stages, SW warps that split ``X``), which takes the products with
         9-16 right-hand sides and 65-128 rows before ``sbgemm_tc_pipe`` where
         that one could run and :attr:`warpgroup_mma` is true
         (``$FFTMATVEC_GEMM_WG=0`` unsets it).
@@ -514,10 +513,10 @@ class GPUBackend(Backend):
         # frequencies, 892-918 against 969-1021 with 1001; slower from 80 rows on, 163 against 145 us at 80; and
         # 8-34% slower with 8 or fewer)
         self.gemm_pipe_few_rows: dict[np.dtype, tuple | None] = {c64: (32, 3, 2, 1), c128: None}
-        # sbgemm_wg_pipe (wgmma) before sbgemm_tc_pipe for 9-16 right-hand sides and 65-128 rows: (NS, SW, DR);
+        # sbgemm_wg_pipe (wgmma) before sbgemm_tc_pipe for 9-16 right-hand sides and 65-128 rows: (NS, SW);
         # h200-gemm-ab-wg-chains-stop45.jsonl: at the big size 1.37x the floor at K = 16 against sbgemm_tc_pipe's
         # 1.49-1.54x, 1.38-1.41x at K = 12 against 1.61x; three warps that split X (two: 1.50-1.65x)
-        self.gemm_warpgroup: dict[np.dtype, tuple | None] = {c64: (3, 3, 1), c128: None}
+        self.gemm_warpgroup: dict[np.dtype, tuple | None] = {c64: (3, 3), c128: None}
         if os.environ.get("FFTMATVEC_GEMM_WG", "1") == "0":
             self.gemm_warpgroup = {c64: None, c128: None}
         # sbgemm_adj_tc (the adjoint on the tensor cores) for adj_tensor_min_k <= K <= 16, before cuBLAS and
@@ -1481,9 +1480,9 @@ class GPUBackend(Backend):
 
     def _gemm_wg_config(self, nf, nd, nm, K, lda, x_pairs, tile):
         """Launch of ``sbgemm_wg_pipe`` (complex64, 9-16 right-hand sides,
-        65-128 rows, tile ``(NS, SW, DR)``; ``x_pairs`` as for ``sbgemm_tc``),
-        or None where its shared memory does not fit even with two stages."""
-        NS, SW, DR = tile
+        65-128 rows, tile ``(NS, SW)``; ``x_pairs`` as for ``sbgemm_tc``), or
+        None where its shared memory does not fit even with two stages."""
+        NS, SW = tile
         stage = _round_up(4 * _round_up(nd * 128, 1024) + 64 * tc_x_stride(np.complex64, 16) * 8, 1024)
 
         def smem_of(ns: int) -> int:  # barriers, the alignment of the stages, the stages and bsplit's two slots
@@ -1494,7 +1493,7 @@ class GPUBackend(Backend):
             return None
         smem = smem_of(NS)
         VX = 2 if x_pairs else 1
-        fn = kernels.kernel("sbgemm.cu", "sbgemm_wg_pipe", NS, SW, DR, VX, arch="sm_90a")
+        fn = kernels.kernel("sbgemm.cu", "sbgemm_wg_pipe", NS, SW, VX, arch="sm_90a")
         _allow_shared_memory(fn, smem)
         threads = 32 * (9 + SW)
         S = self._gemm_splits(fn, nf, threads, nm, 64, smem)
