@@ -867,7 +867,7 @@ template <int N> FMV_DEV void wgmma_fence_operands(float (&d)[N][4]) {
 
 }  // namespace fmv
 
-template <int NS, int SW, int VX, int PARTS>
+template <int NS, int SW, int VX>
 __global__ void __launch_bounds__(32 * (9 + SW), 1)
 sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float2* __restrict__ Y, const void* amap,
                int nf, int nd, int nm, int K, int S, int cw, int lda) {
@@ -900,15 +900,8 @@ sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
     __syncthreads();
 
     fmv::Sums3M<float, 2> acc;  // its kept sums: Re Y (tiles 0, 1) and Im Y (2, 3); its terms are not used
-    if (warp == 8 && (PARTS & 4)) {
+    if (warp == 8) {
         fmv::pipe_chunks_in<KB, BK, NS, VX, XS>(A, X, amap, nd, nm, K, lda, b, lane, 32, ring, full, empty);
-    } else if (warp == 8) {  // (experiment: no copies, the stages hold what they held)
-        for (int c = 0; c < b.nchunks; ++c) {
-            const int s = c % NS;
-            if (c >= NS) fmv::mbar_wait(empty + s, (c / NS - 1) & 1);
-            fmv::mbar_arrive(full + s);
-            if (lane == 0) fmv::mbar_arrive(full + s);
-        }
     } else if (warp > 8) {  // the splitters
         for (int c = 0; c < b.nchunks; ++c) {
             const int s = c % NS;
@@ -918,7 +911,7 @@ sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
                 if (c > 0) fmv::mbar_wait(bempty + half, (c - 1) & 1);
                 unsigned* bs = reinterpret_cast<unsigned*>(bsplit + half * SLOT);
 #pragma unroll 4
-                for (int id = tid - 32 * 9; (PARTS & 1) && id < 16 * HK; id += 32 * SW) {
+                for (int id = tid - 32 * 9; id < 16 * HK; id += 32 * SW) {
                     // X[j, n] -> B's rows n (Xr in column 2j, -Xi in 2j + 1) and 16 + n (Xi, Xr); + 32: small
                     const int j = (id >> 4) % (HK / 2) * 2 + (id & 1), n = (id >> 4) / (HK / 2) * 8 + (id >> 1 & 7);
                     const float2 v = xb[(HK * half + j) * XS + n];
@@ -975,14 +968,9 @@ sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
                     small[e] = __float_as_uint(__uint_as_float(a[e]) - __uint_as_float(a[e] & 0xffffe000u)) + 0x1000;
                 const unsigned long long bd = bdesc + half * (SLOT / 16) + 16 * kp;
                 fmv::wgmma_fence();
-                if (PARTS & 2) {
-                    fmv::wgmma_rs_n32(big, a, bd, ks > 0);
-                    fmv::wgmma_rs_n32(small_b, a, bd + BSMALL, ks > 0);
-                    fmv::wgmma_rs_n32(small_a, small, bd, ks > 0);
-                } else {  // (experiment: no products; the sums take the operands so that nothing is dropped)
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) big[0][e] = __uint_as_float(a[e] ^ small[e]) + (float)bd;
-                }
+                fmv::wgmma_rs_n32(big, a, bd, ks > 0);
+                fmv::wgmma_rs_n32(small_b, a, bd + BSMALL, ks > 0);
+                fmv::wgmma_rs_n32(small_a, small, bd, ks > 0);
                 fmv::wgmma_commit();
                 if (ks + 1 < 2 * KS) a_words(ks + 1, a);  // the next k-step's loads, in flight during the wait
                 fmv::wgmma_wait<1>();  // the k-step before is done: its registers of A are free
@@ -1173,11 +1161,11 @@ FMV_TC(double2, 8, 16, 3, 2, 1, 1, 512, 1)
         const float2*, const float2*, float2*, const void*, int, int, int, int, int, int, int);
 FMV_TC_PIPE(16, 64, 3, 2, 1, 2, 512, 1)
 FMV_TC_PIPE(8, 64, 3, 2, 1, 1, 512, 1)
-#define FMV_WG_PIPE(NS, SW, VX, PARTS)                                                                       \
-    template __global__ void sbgemm_wg_pipe<NS, SW, VX, PARTS>(const float2*, const float2*, float2*, const void*, \
-                                                              int, int, int, int, int, int, int);
-FMV_WG_PIPE(3, 3, 2, 7)
-FMV_WG_PIPE(2, 1, 1, 7)
+#define FMV_WG_PIPE(NS, SW, VX)                                                                                  \
+    template __global__ void sbgemm_wg_pipe<NS, SW, VX>(const float2*, const float2*, float2*, const void*, int, int, \
+                                                       int, int, int, int, int);
+FMV_WG_PIPE(3, 3, 2)
+FMV_WG_PIPE(2, 1, 1)
 #define FMV_ADJ_TC(TA, TX, KB, W, KS, NS, VA, MINB)                                                          \
     template __global__ void sbgemm_adj_tc<TA, TX, KB, W, KS, NS, VA, MINB>(const TA*, const TX*, TA*, int, int, int, \
                                                                             int, int, int);

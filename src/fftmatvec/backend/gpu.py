@@ -1482,7 +1482,7 @@ class GPUBackend(Backend):
         """Launch of ``sbgemm_wg_pipe`` (complex64, 9-16 right-hand sides,
         65-128 rows, tile ``(NS, SW)``; ``x_pairs`` as for ``sbgemm_tc``), or
         None where its shared memory does not fit even with two stages."""
-        NS, SW, PARTS = tile if len(tile) == 3 else tile + (7,)
+        NS, SW = tile
         stage = _round_up(4 * _round_up(nd * 128, 1024) + 64 * tc_x_stride(np.complex64, 16) * 8, 1024)
 
         def smem_of(ns: int) -> int:  # barriers, the alignment of the stages, the stages and bsplit's two slots
@@ -1493,7 +1493,7 @@ class GPUBackend(Backend):
             return None
         smem = smem_of(NS)
         VX = 2 if x_pairs else 1
-        fn = kernels.kernel("sbgemm.cu", "sbgemm_wg_pipe", NS, SW, VX, PARTS, arch="sm_90a")
+        fn = kernels.kernel("sbgemm.cu", "sbgemm_wg_pipe", NS, SW, VX, arch="sm_90a")
         _allow_shared_memory(fn, smem)
         threads = 32 * (9 + SW)
         S = self._gemm_splits(fn, nf, threads, nm, 64, smem)
