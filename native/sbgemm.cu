@@ -816,15 +816,16 @@ sbgemm_tc_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
 // columns, most of them TF32 splits), one of these about 9 (551 for 64).
 // Warps 0-7 compute, two warpgroups: warp w takes rows 16 w .. 16 w + 15;
 // rows past nd read what follows the stage's rows and are not kept.  Warp 8
-// brings the chunks in.  Warps 9 .. 8 + SW split B: each half chunk of 32
-// columns of X into a slot of bsplit (two slots of 16 KB, [64 rows][64 words]
-// K-major in core matrices of 8 rows x 16 bytes without swizzle, big in rows
-// 0-31 and small in rows 32-63), handed to the computing warps through the
-// mbarriers bfull and bempty as the stages are through full and empty.  The
+// brings the chunks in.  Warps 9 .. 8 + SW split B: each quarter chunk of 16
+// columns of X into a slot of bsplit (NQ = 4 slots of 8 KB, [64 rows][32
+// words] K-major in core matrices of 8 rows x 16 bytes without swizzle, big
+// in rows 0-31 and small in rows 32-63), handed to the computing warps
+// through the mbarriers bfull and bempty as the stages are through full and
+// empty: the splitters run up to three quarters ahead of the products.  The
 // tensor core's sums start from zero each chunk and are added to kept
 // float32 sums, as in sbgemm_tc.
 // Launch: blockDim.x = 32 (9 + SW), gridDim as sbgemm_tc_pipe (cw a multiple
-// of 64; A 16-byte aligned, nm even), dynamic shared memory 8 (2 NS + 4) +
+// of 64; A 16-byte aligned, nm even), dynamic shared memory 8 (2 NS + 8) +
 // 1024 + NS stage + 32768 bytes, stage as sbgemm_tc_pipe's for BK = 64, KB =
 // 16; VX as in sbgemm_tc.
 // ---------------------------------------------------------------------------
@@ -874,16 +875,16 @@ sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     fmv::let_next_grid_start();
     fmv::wait_for_prior_grids();
-    constexpr int KB = 16, BK = 64, HK = BK / 2, XS = KB + 4;
-    constexpr int KS = HK / 4;             // k-steps of a half chunk (4 columns of A, 8 of the real product, each)
-    constexpr int SLOT = 64 * 2 * HK * 4;  // bytes of a slot of bsplit: 64 rows of 2 HK words
+    constexpr int KB = 16, BK = 64, NQ = 4, QK = BK / NQ, XS = KB + 4;
+    constexpr int KS = QK / 4;             // k-steps of a slot (4 columns of A, 8 of the real product, each)
+    constexpr int SLOT = 64 * 2 * QK * 4;  // bytes of a slot of bsplit: 64 rows of 2 QK words
     static_assert(NS >= 2 && SW >= 1, "tile");
     extern __shared__ double2 fmv_smem[];
     unsigned long long* full = reinterpret_cast<unsigned long long*>(fmv_smem);  // [NS]
     unsigned long long* empty = full + NS;                                       // [NS]
-    unsigned long long* bfull = empty + NS;                                      // [2]
-    unsigned long long* bempty = bfull + 2;                                      // [2]
-    const fmv::PipeStages<BK> ring(fmv_smem, 2 * NS + 4, nd, XS);
+    unsigned long long* bfull = empty + NS;                                      // [NQ]
+    unsigned long long* bempty = bfull + NQ;                                     // [NQ]
+    const fmv::PipeStages<BK> ring(fmv_smem, 2 * NS + 2 * NQ, nd, XS);
     char* bsplit = ring.base + NS * ring.stage;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -892,7 +893,7 @@ sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
         fmv::mbar_init(full + tid, 33);
         fmv::mbar_init(empty + tid, 8 + SW);
     }
-    if (tid < 2) {
+    if (tid < NQ) {
         fmv::mbar_init(bfull + tid, 32 * SW);
         fmv::mbar_init(bempty + tid, 8);
     }
@@ -907,18 +908,18 @@ sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
             const int s = c % NS;
             fmv::mbar_wait(full + s, (c / NS) & 1);
             const float2* xb = reinterpret_cast<const float2*>(ring.base + s * ring.stage + ring.abytes);
-            for (int half = 0; half < 2; ++half) {
-                if (c > 0) fmv::mbar_wait(bempty + half, (c - 1) & 1);
-                unsigned* bs = reinterpret_cast<unsigned*>(bsplit + half * SLOT);
+            for (int q = 0; q < NQ; ++q) {
+                if (c > 0) fmv::mbar_wait(bempty + q, (c - 1) & 1);
+                unsigned* bs = reinterpret_cast<unsigned*>(bsplit + q * SLOT);
 #pragma unroll 4
-                for (int id = tid - 32 * 9; id < 16 * HK; id += 32 * SW) {
+                for (int id = tid - 32 * 9; id < 16 * QK; id += 32 * SW) {
                     // X[j, n] -> B's rows n (Xr in column 2j, -Xi in 2j + 1) and 16 + n (Xi, Xr); + 32: small
-                    const int j = (id >> 4) % (HK / 2) * 2 + (id & 1), n = (id >> 4) / (HK / 2) * 8 + (id >> 1 & 7);
-                    const float2 v = xb[(HK * half + j) * XS + n];
+                    const int j = (id >> 4) % (QK / 2) * 2 + (id & 1), n = (id >> 4) / (QK / 2) * 8 + (id >> 1 & 7);
+                    const float2 v = xb[(QK * q + j) * XS + n];
                     unsigned rb, rs, ib, is;
                     fmv::tf32_split(v.x, rb, rs);
                     fmv::tf32_split(v.y, ib, is);
-                    constexpr int SBO = 16 * HK, IM = 2 * SBO, SMALL = 4 * SBO;  // words on to 8, 16 and 32 rows on
+                    constexpr int SBO = 16 * QK, IM = 2 * SBO, SMALL = 4 * SBO;  // words on to 8, 16 and 32 rows on
                     const int w = (n >> 3) * SBO + (j >> 1) * 32 + (n & 7) * 4 + (j & 1) * 2;
                     *reinterpret_cast<uint2*>(bs + w) = make_uint2(rb, ib ^ 0x80000000u);
                     *reinterpret_cast<uint2*>(bs + w + IM) = make_uint2(ib, rb);
@@ -926,17 +927,17 @@ sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
                     *reinterpret_cast<uint2*>(bs + w + SMALL + IM) = make_uint2(is, rs);
                 }
                 fmv::fence_proxy_async();
-                fmv::mbar_arrive(bfull + half);
+                fmv::mbar_arrive(bfull + q);
             }
             __syncwarp();
             if (lane == 0) fmv::mbar_arrive(empty + s);  // this warp is done with the stage's X
         }
     } else {
         const int g = lane >> 2, t = lane & 3;
-        // slot 0 of bsplit (K-major core matrices 128 bytes apart along K, 8 rows 64 HK bytes apart); B_small's
+        // slot 0 of bsplit (K-major core matrices 128 bytes apart along K, 8 rows 64 QK bytes apart); B_small's
         // rows, 32 on, at + BSMALL
-        const unsigned long long bdesc = fmv::wgmma_desc(bsplit, 128, 64 * HK);
-        constexpr unsigned BSMALL = 4 * 64 * HK / 16;
+        const unsigned long long bdesc = fmv::wgmma_desc(bsplit, 128, 64 * QK);
+        constexpr unsigned BSMALL = 4 * 64 * QK / 16;
         // the lane's words of A in a stage at k-step ks of the chunk: word t of row 16 warp + g (row + 8: 256
         // words on) in box ks / 4, in the row's 16-byte pieces 2 (ks % 4) and + 1 swizzled by the row (g)
         const unsigned* a0 = reinterpret_cast<const unsigned*>(ring.base) + (16 * warp + g) * 32 + t;
@@ -959,24 +960,24 @@ sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
             unsigned a[4];
             a_words(0, a);
 #pragma unroll
-            for (int ks = 0; ks < 2 * KS; ++ks) {
-                const int half = ks / KS, kp = ks % KS;
-                if (kp == 0) fmv::mbar_wait(bfull + half, c & 1);
+            for (int ks = 0; ks < NQ * KS; ++ks) {
+                const int q = ks / KS, kp = ks % KS;
+                if (kp == 0) fmv::mbar_wait(bfull + q, c & 1);
                 unsigned small[4];  // A - big exactly, + 0x1000: the tensor core's truncation rounds it to nearest
 #pragma unroll
                 for (int e = 0; e < 4; ++e)
                     small[e] = __float_as_uint(__uint_as_float(a[e]) - __uint_as_float(a[e] & 0xffffe000u)) + 0x1000;
-                const unsigned long long bd = bdesc + half * (SLOT / 16) + 16 * kp;
+                const unsigned long long bd = bdesc + q * (SLOT / 16) + 16 * kp;
                 fmv::wgmma_fence();
                 fmv::wgmma_rs_n32(big, a, bd, ks > 0);
                 fmv::wgmma_rs_n32(small_b, a, bd + BSMALL, ks > 0);
                 fmv::wgmma_rs_n32(small_a, small, bd, ks > 0);
                 fmv::wgmma_commit();
-                if (ks + 1 < 2 * KS) a_words(ks + 1, a);  // the next k-step's loads, in flight during the wait
+                if (ks + 1 < NQ * KS) a_words(ks + 1, a);  // the next k-step's loads, in flight during the wait
                 fmv::wgmma_wait<1>();  // the k-step before is done: its registers of A are free
-                if (ks == KS) {        // and so is every product of the first half: its slot is free
+                if (kp == 0 && q > 0) {  // and so is every product of the slot before: it is free
                     __syncwarp();
-                    if (lane == 0) fmv::mbar_arrive(bempty);
+                    if (lane == 0) fmv::mbar_arrive(bempty + q - 1);
                 }
             }
             fmv::wgmma_wait<0>();
@@ -984,9 +985,9 @@ sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
             fmv::wgmma_fence_operands(small_b);
             fmv::wgmma_fence_operands(small_a);
             __syncwarp();
-            if (lane == 0) {  // this warp is done with the stage and the second slot
+            if (lane == 0) {  // this warp is done with the stage and the last slot
                 fmv::mbar_arrive(empty + s);
-                fmv::mbar_arrive(bempty + 1);
+                fmv::mbar_arrive(bempty + NQ - 1);
             }
             // tiles q of each chain's 32 columns: Re Y (q = 0, 1) and Im Y (2, 3)
 #pragma unroll
@@ -1164,7 +1165,7 @@ FMV_TC_PIPE(8, 64, 3, 2, 1, 1, 512, 1)
 #define FMV_WG_PIPE(NS, SW, VX)                                                                                  \
     template __global__ void sbgemm_wg_pipe<NS, SW, VX>(const float2*, const float2*, float2*, const void*, int, int, \
                                                        int, int, int, int, int);
-FMV_WG_PIPE(3, 3, 2)
+FMV_WG_PIPE(3, 4, 2)
 FMV_WG_PIPE(2, 1, 1)
 #define FMV_ADJ_TC(TA, TX, KB, W, KS, NS, VA, MINB)                                                          \
     template __global__ void sbgemm_adj_tc<TA, TX, KB, W, KS, NS, VA, MINB>(const TA*, const TX*, TA*, int, int, int, \

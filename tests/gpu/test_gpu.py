@@ -785,7 +785,7 @@ def test_sbgemm_kernel(gemm_gpu, rng, ta, tx):
     kinds += tuple(pipe_tiles) if ta == np.complex64 and be.mbarriers else ()
     # sbgemm_wg_pipe (wgmma) with three stages, and two (as where the rows leave no room for three) with one
     # warp that splits X
-    wg_tiles = {"sbgemm_wg_pipe": (3, 3), "sbgemm_wg_pipe/2": (2, 1)}
+    wg_tiles = {"sbgemm_wg_pipe": (3, 4), "sbgemm_wg_pipe/2": (2, 1)}
     kinds += tuple(wg_tiles) if ta == np.complex64 and be.warpgroup_mma else ()
     try:
         for (nf, nd, nm, K), kind in itertools.product(shapes, kinds):
@@ -873,7 +873,7 @@ def test_sbgemm_tc_accuracy(gemm_gpu, rng):
         for kind in kinds:
             be.gemm_tensor = tensor if kind.startswith(("sbgemm_tc", "sbgemm_wg")) else {key: None for key in tensor}
             be.gemm_tensor_pipe = {key: (64, 3, 1, 1) if kind.endswith("_pipe") else None for key in pipe}
-            be.gemm_warpgroup = {key: (3, 3) if kind == "sbgemm_wg_pipe" else None for key in warpgroup}
+            be.gemm_warpgroup = {key: (3, 4) if kind == "sbgemm_wg_pipe" else None for key in warpgroup}
             be._launch.clear()
             out = cupy.empty((nf, nd, K), np.complex64)
             be.sbgemv(cupy.asarray(A), cupy.asarray(x), out, adjoint=False)

@@ -159,7 +159,7 @@ def test_wgmma_products_stay_pipelined(tmp_path):
     the kernel fits its registers without spilling."""
     from fftmatvec.backend import kernels
 
-    report = _ptxas_report(kernels.source("sbgemm.cu"), "sbgemm_wg_pipe<3, 3, 2>", tmp_path)
+    report = _ptxas_report(kernels.source("sbgemm.cu"), "sbgemm_wg_pipe<3, 4, 2>", tmp_path)
     assert "sbgemm_wg_pipe" in report, report
     assert "C7514" not in report, report
     assert re.search(r"\b0 bytes spill stores", report), report

@@ -515,8 +515,10 @@ class GPUBackend(Backend):
         self.gemm_pipe_few_rows: dict[np.dtype, tuple | None] = {c64: (32, 3, 2, 1), c128: None}
         # sbgemm_wg_pipe (wgmma) before sbgemm_tc_pipe for 9-16 right-hand sides and 65-128 rows: (NS, SW);
         # h200-gemm-ab-wg-chains-stop45.jsonl: at the big size 1.37x the floor at K = 16 against sbgemm_tc_pipe's
-        # 1.49-1.54x, 1.38-1.41x at K = 12 against 1.61x; three warps that split X (two: 1.50-1.65x)
-        self.gemm_warpgroup: dict[np.dtype, tuple | None] = {c64: (3, 3), c128: None}
+        # 1.49-1.54x, 1.38-1.41x at K = 12 against 1.61x); four warps that split X into quarter-chunk slots (stop
+        # 47, h200-gemm-ab-wg-quarters{,-sw}-stop47.jsonl: 13 of 15 rounds at K = 10-16 faster than three warps
+        # and half-chunk slots, by 1.7% in the median; three warps with quarters 3-10% slower)
+        self.gemm_warpgroup: dict[np.dtype, tuple | None] = {c64: (3, 4), c128: None}
         if os.environ.get("FFTMATVEC_GEMM_WG", "1") == "0":
             self.gemm_warpgroup = {c64: None, c128: None}
         # sbgemm_adj_tc (the adjoint on the tensor cores) for adj_tensor_min_k <= K <= 16, before cuBLAS and
@@ -1485,8 +1487,8 @@ class GPUBackend(Backend):
         NS, SW = tile
         stage = _round_up(4 * _round_up(nd * 128, 1024) + 64 * tc_x_stride(np.complex64, 16) * 8, 1024)
 
-        def smem_of(ns: int) -> int:  # barriers, the alignment of the stages, the stages and bsplit's two slots
-            return 8 * (2 * ns + 4) + 1024 + ns * stage + 2 * 16384
+        def smem_of(ns: int) -> int:  # barriers, the alignment of the stages, the stages and bsplit's four slots
+            return 8 * (2 * ns + 8) + 1024 + ns * stage + 4 * 8192
 
         NS = next((ns for ns in (NS, 2) if smem_of(ns) <= self.smem_limit), None)
         if NS is None:
