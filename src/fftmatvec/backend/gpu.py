@@ -517,7 +517,7 @@ class GPUBackend(Backend):
         # h200-gemm-ab-wg-chains-stop45.jsonl: at the big size 1.37x the floor at K = 16 against sbgemm_tc_pipe's
         # 1.49-1.54x, 1.38-1.41x at K = 12 against 1.61x); four warps that split X into quarter-chunk slots (stop
         # 47, h200-gemm-ab-wg-quarters{,-sw}-stop47.jsonl: 13 of 15 rounds at K = 10-16 faster than three warps
-        # and half-chunk slots, by 1.7% in the median; three warps with quarters 3-10% slower)
+        # and half-chunk slots, by 1.7% in the median; three warps with quarters 7.7% slower in the median)
         self.gemm_warpgroup: dict[np.dtype, tuple | None] = {c64: (3, 4), c128: None}
         if os.environ.get("FFTMATVEC_GEMM_WG", "1") == "0":
             self.gemm_warpgroup = {c64: None, c128: None}
