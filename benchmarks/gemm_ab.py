@@ -18,7 +18,9 @@ which leaves the products to ``sbgemm_tc``,
 and with ``@REV`` the kernels of that revision; ``wg=TILE``: the tree with
 ``sbgemm_wg_pipe``'s tile set to ``NS,SW`` or ``off``, which leaves the
 products to ``sbgemm_tc_pipe``; ``l2-promotion=N``: the tree with the
-tensor maps' L2 promotion set to N),
+tensor maps' L2 promotion set to N; ``splits=S``: the tree with S column
+splits, ``GPUBackend.gemm_splits``, instead of its own choice;
+``spread=off``: the tree with ``GPUBackend.gemm_spread`` off),
 ``kernel`` (the kernel the backend took),
 ``time_us``, ``floor_ratio``, ``rel_err`` and ``copy_Bps``.  The launch
 set-up is the working tree's (``GPUBackend._gemm_config``) for every
@@ -46,6 +48,10 @@ def main() -> int:
                     help="also the tree with sbgemm_wg_pipe's tile NS,SW or off (repeatable)")
     ap.add_argument("--l2-promotion", action="append", default=[], type=int,
                     help="also the tree with the tensor maps' L2 promotion set to this (0-3, repeatable)")
+    ap.add_argument("--splits", action="append", default=[], type=int,
+                    help="also the tree with this many column splits (repeatable)")
+    ap.add_argument("--spread-off", action="store_true",
+                    help="also the tree with sbgemm_wg_pipe's chunks a block a frequency (gemm_spread off)")
     ap.add_argument("--rounds", type=int, default=1, help="rounds of all variants in turn")
     ap.add_argument("--size", default="1001,100,5000", help="Nf,Nd,Nm")
     ap.add_argument("--out", required=True, help="JSON lines appended here")
@@ -76,7 +82,9 @@ def main() -> int:
     wg_tiles = {f"wg={t}": tile(t) for t in args.wg_tile}
     promotions = {f"l2-promotion={n}": n for n in args.l2_promotion}
     tree_promotion = tensormap.L2_PROMOTION
-    variants = ["tree"] + list(tiles) + list(wg_tiles) + list(promotions) + args.rev
+    splits = {f"splits={n}": n for n in args.splits}
+    variants = (["tree"] + list(tiles) + list(wg_tiles) + list(promotions) + list(splits)
+                + (["spread=off"] if args.spread_off else []) + args.rev)
     with open(args.out, "a") as out:
         for K, rnd in ((int(k), r) for k in args.K.split(",") for r in range(args.rounds)):
             x = rand((nf, nm, K))
@@ -90,6 +98,8 @@ def main() -> int:
                 be.gemm_warpgroup = ({t: wg_tiles[variant] for t in warpgroup} if variant in wg_tiles
                                      else dict(warpgroup))
                 tensormap.L2_PROMOTION = promotions.get(variant, tree_promotion)
+                be.gemm_splits = splits.get(variant)
+                be.gemm_spread = variant != "spread=off"
                 be._tensor_maps.clear()  # (maps made anew with this variant's promotion)
                 be._launch.clear()
                 y[...] = np.nan

@@ -72,8 +72,10 @@ FMV_DEV void lds_pair(const double2* p, double2& a, double2& b) {
 // sides k0 .. k0 + kn - 1 (chunk blockIdx.y of KB).
 template <int BK, int KB> struct BlockShare {
     int split, f, k0, kn, jbeg, jend, nchunks;
-    FMV_DEV BlockShare(int S, int cw, int nm, int K)
-        : split(blockIdx.x % S), f(blockIdx.x / S), k0(blockIdx.y * KB), kn(min_(KB, K - k0)), jbeg(split * cw),
+    FMV_DEV BlockShare(int S, int cw, int nm, int K) : BlockShare(S, cw, nm, K, blockIdx.x) {}
+    // the share of piece = f S + split (a block that takes more than one, sbgemm_wg_pipe)
+    FMV_DEV BlockShare(int S, int cw, int nm, int K, unsigned piece)
+        : split(piece % S), f(piece / S), k0(blockIdx.y * KB), kn(min_(KB, K - k0)), jbeg(split * cw),
           jend(min_(nm, jbeg + cw)), nchunks(jend > jbeg ? (jend - jbeg + BK - 1) / BK : 0) {}
 };
 
@@ -645,28 +647,53 @@ template <int BK> struct PipeStages {
     }
 };
 
-// The producer warps of sbgemm_tc_pipe and sbgemm_wg_pipe, thread pt of np: chunk c into stage c % NS of ring,
-// A's rows (< nd) by BK / 16 tensor copies of boxes 16 columns wide (thread 0; amap, backend/tensormap.py) and X
-// by ChunkCopies; each thread arrives at full[s] once its copies have landed, and refills stage s once the
-// phase of empty[s] before has completed.
+// One step of the producer warps of sbgemm_tc_pipe and sbgemm_wg_pipe, thread pt: chunk c of piece b (BlockShare)
+// into stage i % NS of ring, the block's i-th chunk, once the phase of empty[s] before has completed: A's rows
+// (< nd) by BK / 16 tensor copies of boxes 16 columns wide (thread 0; amap, backend/tensormap.py) and X by
+// `copies` (b's ChunkCopies); each thread arrives at full[s] once its copies have landed.
+template <int KB, int BK, int NS, int VX, int XS>
+FMV_DEV void pipe_chunk_in(const void* amap, int nd, const BlockShare<BK, KB>& b,
+                           const ChunkCopies<float2, BK, KB, 1, VX, BK, XS>& copies, int c, int i, int pt,
+                           const PipeStages<BK>& ring, unsigned long long* full, unsigned long long* empty) {
+    constexpr int BC = 16;  // columns of a box: 128-byte rows
+    const int s = i % NS;
+    char* st = ring.base + s * ring.stage;
+    if (i >= NS) mbar_wait(empty + s, (i / NS - 1) & 1);
+    if (pt == 0) {
+        mbar_arrive_expect_tx(full + s, (unsigned)(BK / BC * nd * 128));
+#pragma unroll
+        for (int q = 0; q < BK / BC; ++q)
+            tensor_copy_3d(st + q * ring.abox, amap, b.jbeg + c * BK + q * BC, 0, b.f, full + s);
+    }
+    copies.issue(c, reinterpret_cast<float2*>(st), reinterpret_cast<float2*>(st + ring.abytes));
+    cp_async_arrive(full + s);
+}
+
+// The producer warps of sbgemm_tc_pipe, thread pt of np: the block's piece b, chunk c into stage c % NS.
 template <int KB, int BK, int NS, int VX, int XS>
 FMV_DEV void pipe_chunks_in(const float2* A, const float2* X, const void* amap, int nd, int nm, int K, int lda,
                             const BlockShare<BK, KB>& b, int pt, int np, const PipeStages<BK>& ring,
                             unsigned long long* full, unsigned long long* empty) {
-    constexpr int BC = 16;  // columns of a box: 128-byte rows
     const ChunkCopies<float2, BK, KB, 1, VX, BK, XS> copies(A, X, 0, nm, K, lda, b, pt, np);  // X's alone
-    for (int c = 0; c < b.nchunks; ++c) {
-        const int s = c % NS;
-        char* st = ring.base + s * ring.stage;
-        if (c >= NS) mbar_wait(empty + s, (c / NS - 1) & 1);
-        if (pt == 0) {
-            mbar_arrive_expect_tx(full + s, (unsigned)(BK / BC * nd * 128));
-#pragma unroll
-            for (int q = 0; q < BK / BC; ++q)
-                tensor_copy_3d(st + q * ring.abox, amap, b.jbeg + c * BK + q * BC, 0, b.f, full + s);
+    for (int c = 0; c < b.nchunks; ++c) pipe_chunk_in<KB, BK, NS, VX, XS>(amap, nd, b, copies, c, c, pt, ring, full,
+                                                                            empty);
+}
+
+// The producer warp of sbgemm_wg_pipe, thread pt of np: units u0 .. u1 - 1 (unit u chunk u % ncs of piece u /
+// ncs), through one ring of stages; the last split's chunks past nm are skipped.
+template <int KB, int BK, int NS, int VX, int XS>
+FMV_DEV void pipe_units_in(const float2* A, const float2* X, const void* amap, int nd, int nm, int K, int lda, int S,
+                           int cw, int u0, int u1, int ncs, int pt, int np, const PipeStages<BK>& ring,
+                           unsigned long long* full, unsigned long long* empty) {
+    BlockShare<BK, KB> b(S, cw, nm, K, u0 / ncs);
+    ChunkCopies<float2, BK, KB, 1, VX, BK, XS> copies(A, X, 0, nm, K, lda, b, pt, np);  // X's alone
+    for (int u = u0, i = 0; u < u1; ++u) {
+        const int c = u % ncs;
+        if (c == 0 && u > u0) {  // the next piece
+            b = BlockShare<BK, KB>(S, cw, nm, K, u / ncs);
+            copies = ChunkCopies<float2, BK, KB, 1, VX, BK, XS>(A, X, 0, nm, K, lda, b, pt, np);
         }
-        copies.issue(c, reinterpret_cast<float2*>(st), reinterpret_cast<float2*>(st + ring.abytes));
-        cp_async_arrive(full + s);
+        if (c < b.nchunks) pipe_chunk_in<KB, BK, NS, VX, XS>(amap, nd, b, copies, c, i++, pt, ring, full, empty);
     }
 }
 
@@ -824,10 +851,19 @@ sbgemm_tc_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
 // empty: the splitters run up to three quarters ahead of the products.  The
 // tensor core's sums start from zero each chunk and are added to kept
 // float32 sums, as in sbgemm_tc.
-// Launch: blockDim.x = 32 (9 + SW), gridDim as sbgemm_tc_pipe (cw a multiple
-// of 64; A 16-byte aligned, nm even), dynamic shared memory 8 (2 NS + 8) +
-// 1024 + NS stage + 32768 bytes, stage as sbgemm_tc_pipe's for BK = 64, KB =
-// 16; VX as in sbgemm_tc.
+// Work split.  A piece is a frequency's split (f S + split, as sbgemm_tc_pipe's
+// blocks), a unit one chunk of a piece: unit u is chunk u % ncs of piece u /
+// ncs (ncs = cw / 64).  Block b takes units b per .. (b + 1) per - 1, through
+// one ring of stages across pieces, and stores a piece's sums once its last
+// unit in the block is done (wg_store): per = ncs is a block a piece; more
+// spreads the chunks evenly over fewer blocks (at the big size the last of
+// 7.6 waves of a block a frequency left 42% of the multiprocessors idle),
+// with per >= ncs so that two blocks share a piece at most and add to a Y
+// zeroed before.
+// Launch: blockDim.x = 32 (9 + SW), gridDim.x = ceil(nf S ncs / per),
+// gridDim.y = ceil(K / 16) (cw a multiple of 64; A 16-byte aligned, nm even),
+// dynamic shared memory 8 (2 NS + 8) + 1024 + NS stage + 32768 bytes, stage
+// as sbgemm_tc_pipe's for BK = 64, KB = 16; VX as in sbgemm_tc.
 // ---------------------------------------------------------------------------
 namespace fmv {
 
@@ -857,6 +893,28 @@ FMV_DEV void wgmma_rs_n32(float (&d)[4][4], const unsigned (&a)[4], unsigned lon
           "+f"(d[3][2]), "+f"(d[3][3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"((int)accumulate));
 }
+// The sums of warp w's rows 16 w .. 16 w + 15 (and their right-hand sides, as tc_store's fragments) of piece b
+// into Y: stored when the block took the whole piece, else added (Y zeroed before the launch; a piece is shared
+// by two blocks at most, whose two additions to zero give the same sum in either order).
+FMV_DEV void wg_store(const Sums3M<float, 2>& acc, float2* __restrict__ Y, const BlockShare<64, 16>& b, int nf,
+                      int nd, int K, bool whole) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, w = threadIdx.x >> 5;
+    float2* ys = Y + (index_t)b.split * nf * nd * K;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {  // fragment element e: row g (+8 for e >= 2), column 2t + (e & 1)
+            const int i = 16 * w + g + 8 * (e >> 1), k = 8 * h + 2 * t + (e & 1);
+            if (i >= nd || k >= b.kn) continue;
+            float2* y = ys + ((index_t)b.f * nd + i) * K + b.k0 + k;
+            if (whole) {
+                *y = make_float2(acc.sum[h][e], acc.sum[2 + h][e]);
+            } else {
+                atomicAdd(&y->x, acc.sum[h][e]);
+                atomicAdd(&y->y, acc.sum[2 + h][e]);
+            }
+        }
+}
 // the compiler must not move accesses to d across the wait for the products writing it
 template <int N> FMV_DEV void wgmma_fence_operands(float (&d)[N][4]) {
 #pragma unroll
@@ -871,7 +929,7 @@ template <int N> FMV_DEV void wgmma_fence_operands(float (&d)[N][4]) {
 template <int NS, int SW, int VX>
 __global__ void __launch_bounds__(32 * (9 + SW), 1)
 sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float2* __restrict__ Y, const void* amap,
-               int nf, int nd, int nm, int K, int S, int cw, int lda) {
+               int nf, int nd, int nm, int K, int S, int cw, int lda, int per) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     fmv::let_next_grid_start();
     fmv::wait_for_prior_grids();
@@ -888,7 +946,8 @@ sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
     char* bsplit = ring.base + NS * ring.stage;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const fmv::BlockShare<BK, KB> b(S, cw, nm, K);
+    // the block's units u0 .. u1 - 1: chunk u % ncs of piece u / ncs (f S + split)
+    const int ncs = cw / BK, u0 = blockIdx.x * per, u1 = fmv::min_(nf * S * ncs, u0 + per);
     if (tid < NS) {
         fmv::mbar_init(full + tid, 33);
         fmv::mbar_init(empty + tid, 8 + SW);
@@ -900,16 +959,20 @@ sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
     fmv::mbar_init_fence();
     __syncthreads();
 
-    fmv::Sums3M<float, 2> acc;  // its kept sums: Re Y (tiles 0, 1) and Im Y (2, 3); its terms are not used
     if (warp == 8) {
-        fmv::pipe_chunks_in<KB, BK, NS, VX, XS>(A, X, amap, nd, nm, K, lda, b, lane, 32, ring, full, empty);
+        fmv::pipe_units_in<KB, BK, NS, VX, XS>(A, X, amap, nd, nm, K, lda, S, cw, u0, u1, ncs, lane, 32, ring, full,
+                                               empty);
     } else if (warp > 8) {  // the splitters
-        for (int c = 0; c < b.nchunks; ++c) {
-            const int s = c % NS;
-            fmv::mbar_wait(full + s, (c / NS) & 1);
+        fmv::BlockShare<BK, KB> b(S, cw, nm, K, u0 / ncs);
+        for (int u = u0, i = 0; u < u1; ++u) {
+            const int c = u % ncs;
+            if (c == 0 && u > u0) b = fmv::BlockShare<BK, KB>(S, cw, nm, K, u / ncs);
+            if (c >= b.nchunks) continue;  // (the last split's chunks past nm)
+            const int s = i % NS;
+            fmv::mbar_wait(full + s, (i / NS) & 1);
             const float2* xb = reinterpret_cast<const float2*>(ring.base + s * ring.stage + ring.abytes);
             for (int q = 0; q < NQ; ++q) {
-                if (c > 0) fmv::mbar_wait(bempty + q, (c - 1) & 1);
+                if (i > 0) fmv::mbar_wait(bempty + q, (i - 1) & 1);
                 unsigned* bs = reinterpret_cast<unsigned*>(bsplit + q * SLOT);
 #pragma unroll 4
                 for (int id = tid - 32 * 9; id < 16 * QK; id += 32 * SW) {
@@ -931,6 +994,7 @@ sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
             }
             __syncwarp();
             if (lane == 0) fmv::mbar_arrive(empty + s);  // this warp is done with the stage's X
+            ++i;
         }
     } else {
         const int g = lane >> 2, t = lane & 3;
@@ -942,65 +1006,80 @@ sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
         // words on) in box ks / 4, in the row's 16-byte pieces 2 (ks % 4) and + 1 swizzled by the row (g)
         const unsigned* a0 = reinterpret_cast<const unsigned*>(ring.base) + (16 * warp + g) * 32 + t;
         const int abw = ring.abox / 4;
-        for (int c = 0; c < b.nchunks; ++c) {
-            const int s = c % NS;
-            fmv::mbar_wait(full + s, (c / NS) & 1);
-            const unsigned* as = a0 + s * (ring.stage / 4);
-            auto a_words = [&](int ks, unsigned (&a)[4]) {
-                const unsigned* ak = as + (ks >> 2) * abw;
-                const int q0 = ((2 * (ks & 3)) ^ g) * 4, q1 = ((2 * (ks & 3) + 1) ^ g) * 4;
-                a[0] = ak[q0];
-                a[1] = ak[q0 + 256];
-                a[2] = ak[q1];
-                a[3] = ak[q1 + 256];
-            };
-            // this chunk's A B_big, A B_small and A_small B_big, in the tensor core: three chains of products,
-            // as a chain waits for each product's latency (benchmarks/wgmma_rate.py: m64n32k8 60 cycles alone)
-            float big[4][4], small_b[4][4], small_a[4][4];
-            unsigned a[4];
-            a_words(0, a);
-#pragma unroll
-            for (int ks = 0; ks < NQ * KS; ++ks) {
-                const int q = ks / KS, kp = ks % KS;
-                if (kp == 0) fmv::mbar_wait(bfull + q, c & 1);
-                unsigned small[4];  // A - big exactly, + 0x1000: the tensor core's truncation rounds it to nearest
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    small[e] = __float_as_uint(__uint_as_float(a[e]) - __uint_as_float(a[e] & 0xffffe000u)) + 0x1000;
-                const unsigned long long bd = bdesc + q * (SLOT / 16) + 16 * kp;
-                fmv::wgmma_fence();
-                fmv::wgmma_rs_n32(big, a, bd, ks > 0);
-                fmv::wgmma_rs_n32(small_b, a, bd + BSMALL, ks > 0);
-                fmv::wgmma_rs_n32(small_a, small, bd, ks > 0);
-                fmv::wgmma_commit();
-                if (ks + 1 < NQ * KS) a_words(ks + 1, a);  // the next k-step's loads, in flight during the wait
-                fmv::wgmma_wait<1>();  // the k-step before is done: its registers of A are free
-                if (kp == 0 && q > 0) {  // and so is every product of the slot before: it is free
-                    __syncwarp();
-                    if (lane == 0) fmv::mbar_arrive(bempty + q - 1);
-                }
+        fmv::BlockShare<BK, KB> b(S, cw, nm, K, u0 / ncs);
+        fmv::Sums3M<float, 2> acc;  // its kept sums: Re Y (tiles 0, 1) and Im Y (2, 3); its terms are not used
+        int p0 = u0;                // the first unit of the piece in this block
+        for (int u = u0, i = 0; u < u1; ++u) {
+            const int c = u % ncs;
+            if (c == 0 && u > u0) {
+                b = fmv::BlockShare<BK, KB>(S, cw, nm, K, u / ncs);
+                p0 = u;
             }
-            fmv::wgmma_wait<0>();
-            fmv::wgmma_fence_operands(big);
-            fmv::wgmma_fence_operands(small_b);
-            fmv::wgmma_fence_operands(small_a);
-            __syncwarp();
-            if (lane == 0) {  // this warp is done with the stage and the last slot
-                fmv::mbar_arrive(empty + s);
-                fmv::mbar_arrive(bempty + NQ - 1);
-            }
-            // tiles q of each chain's 32 columns: Re Y (q = 0, 1) and Im Y (2, 3)
+            if (c < b.nchunks) {
+                const int s = i % NS;
+                fmv::mbar_wait(full + s, (i / NS) & 1);
+                const unsigned* as = a0 + s * (ring.stage / 4);
+                auto a_words = [&](int ks, unsigned (&a)[4]) {
+                    const unsigned* ak = as + (ks >> 2) * abw;
+                    const int q0 = ((2 * (ks & 3)) ^ g) * 4, q1 = ((2 * (ks & 3) + 1) ^ g) * 4;
+                    a[0] = ak[q0];
+                    a[1] = ak[q0 + 256];
+                    a[2] = ak[q1];
+                    a[3] = ak[q1 + 256];
+                };
+                // this chunk's A B_big, A B_small and A_small B_big, in the tensor core: three chains of products,
+                // as a chain waits for each product's latency (benchmarks/wgmma_rate.py: m64n32k8 60 cycles alone)
+                float big[4][4], small_b[4][4], small_a[4][4];
+                unsigned a[4];
+                a_words(0, a);
 #pragma unroll
-            for (int h = 0; h < 2; ++h)
+                for (int ks = 0; ks < NQ * KS; ++ks) {
+                    const int q = ks / KS, kp = ks % KS;
+                    if (kp == 0) fmv::mbar_wait(bfull + q, i & 1);
+                    // A - big exactly, + 0x1000: the tensor core's truncation rounds it to nearest
+                    unsigned small[4];
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    acc.sum[h][e] += (big[h][e] + small_b[h][e]) + small_a[h][e];
-                    acc.sum[2 + h][e] += (big[h + 2][e] + small_b[h + 2][e]) + small_a[h + 2][e];
+                    for (int e = 0; e < 4; ++e)
+                        small[e] =
+                            __float_as_uint(__uint_as_float(a[e]) - __uint_as_float(a[e] & 0xffffe000u)) + 0x1000;
+                    const unsigned long long bd = bdesc + q * (SLOT / 16) + 16 * kp;
+                    fmv::wgmma_fence();
+                    fmv::wgmma_rs_n32(big, a, bd, ks > 0);
+                    fmv::wgmma_rs_n32(small_b, a, bd + BSMALL, ks > 0);
+                    fmv::wgmma_rs_n32(small_a, small, bd, ks > 0);
+                    fmv::wgmma_commit();
+                    if (ks + 1 < NQ * KS) a_words(ks + 1, a);  // the next k-step's loads, in flight during the wait
+                    fmv::wgmma_wait<1>();  // the k-step before is done: its registers of A are free
+                    if (kp == 0 && q > 0) {  // and so is every product of the slot before: it is free
+                        __syncwarp();
+                        if (lane == 0) fmv::mbar_arrive(bempty + q - 1);
+                    }
                 }
+                fmv::wgmma_wait<0>();
+                fmv::wgmma_fence_operands(big);
+                fmv::wgmma_fence_operands(small_b);
+                fmv::wgmma_fence_operands(small_a);
+                __syncwarp();
+                if (lane == 0) {  // this warp is done with the stage and the last slot
+                    fmv::mbar_arrive(empty + s);
+                    fmv::mbar_arrive(bempty + NQ - 1);
+                }
+                // tiles q of each chain's 32 columns: Re Y (q = 0, 1) and Im Y (2, 3)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        acc.sum[h][e] += (big[h][e] + small_b[h][e]) + small_a[h][e];
+                        acc.sum[2 + h][e] += (big[h + 2][e] + small_b[h + 2][e]) + small_a[h + 2][e];
+                    }
+                ++i;
+            }
+            if (c + 1 == ncs || u + 1 == u1) {  // the piece ends here for this block: its sums out
+                fmv::wg_store(acc, Y, b, nf, nd, K, p0 == u - c && c + 1 == ncs);
+                acc = fmv::Sums3M<float, 2>();
+            }
         }
     }
-    __syncthreads();  // every chunk has landed and been used: the stages are free
-    fmv::tc_store<float2, KB, BK, 1>(acc, reinterpret_cast<float*>(ring.base), Y, b, nf, nd, K, 8);
 #endif
 }
 
@@ -1164,7 +1243,7 @@ FMV_TC_PIPE(16, 64, 3, 2, 1, 2, 512, 1)
 FMV_TC_PIPE(8, 64, 3, 2, 1, 1, 512, 1)
 #define FMV_WG_PIPE(NS, SW, VX)                                                                                  \
     template __global__ void sbgemm_wg_pipe<NS, SW, VX>(const float2*, const float2*, float2*, const void*, int, int, \
-                                                       int, int, int, int, int);
+                                                       int, int, int, int, int, int);
 FMV_WG_PIPE(3, 4, 2)
 FMV_WG_PIPE(2, 1, 1)
 #define FMV_ADJ_TC(TA, TX, KB, W, KS, NS, VA, MINB)                                                          \

@@ -376,6 +376,12 @@ class GPUBackend(Backend):
         9-16 right-hand sides and 65-128 rows before ``sbgemm_tc_pipe`` where
         that one could run and :attr:`warpgroup_mma` is true
         (``$FFTMATVEC_GEMM_WG=0`` unsets it).
+    gemm_spread : bool
+        ``sbgemm_wg_pipe`` with at least as many frequencies as resident
+        blocks spreads its chunks evenly over that many blocks instead of
+        taking a block a frequency, two blocks adding their sums of a
+        frequency they share (``$FFTMATVEC_GEMM_SPREAD=0`` turns it off;
+        :attr:`gemm_splits`, when set, too).
     adj_tensor : dict[numpy.dtype, tuple or None]
         Tile ``(W, KS, NS, MINB)`` of ``sbgemm_adj_tc`` (the adjoint on the
         tensor cores, as ``sbgemm_tc``), which takes adjoint products with
@@ -521,6 +527,9 @@ class GPUBackend(Backend):
         self.gemm_warpgroup: dict[np.dtype, tuple | None] = {c64: (3, 4), c128: None}
         if os.environ.get("FFTMATVEC_GEMM_WG", "1") == "0":
             self.gemm_warpgroup = {c64: None, c128: None}
+        # sbgemm_wg_pipe's chunks spread evenly over the resident blocks where there are at least as many
+        # frequencies as blocks, instead of a block a frequency (whose last wave leaves multiprocessors idle)
+        self.gemm_spread = os.environ.get("FFTMATVEC_GEMM_SPREAD", "1") != "0"
         # sbgemm_adj_tc (the adjoint on the tensor cores) for adj_tensor_min_k <= K <= 16, before cuBLAS and
         # the one-column kernels: (W, KS, NS, MINB) (benchmarks/results/h200-probe-adjvar-tiles-stop33.jsonl, two
         # runs: 1.30-1.31x the floor in complex128 and 1.55-1.63x in complex64 at K = 16, 1.09-1.10 and 1.21x
@@ -1413,7 +1422,7 @@ class GPUBackend(Backend):
         x_pairs = K % 2 == 0 and (x_hat.dtype != ta or x_hat.data.ptr % 16 == 0)  # (a cast X is a fresh buffer)
         key = ("gemm", nf, nd, nm, K, ta, x_hat.dtype, lda, aligned, x_pairs, self.gemm_splits,
                self.gemm_tensor.get(ta), self.gemm_tensor_pipe.get(ta), self.gemm_pipe_few_rows.get(ta),
-               self.gemm_warpgroup.get(ta),
+               self.gemm_warpgroup.get(ta), self.gemm_spread,
                self.gemm_staged.get(ta), self.gemm_tiles.get((ta, KB)))
         cfg = self._launch.get(key)
         if cfg is None:
@@ -1425,6 +1434,8 @@ class GPUBackend(Backend):
             self._ccast(x_hat, xc, 1.0)
             x_hat = xc
         dst = out if S == 1 else self.scratch((S,) + out.shape, ta, "sbgemm-splits")
+        if kind == "sbgemm_wg_pipe" and int(tail[7]) % (int(tail[5]) // 64):  # two blocks add to a shared piece
+            dst.data.memset_async(0, dst.nbytes)
         if kind in ("sbgemm_tc_pipe", "sbgemm_wg_pipe"):  # and the tensor map of Fhat by which they copy
             self._run_kernel(fn, grid, block, (Fhat, x_hat, dst, self._rows_map(Fhat, lda)) + tail, smem)
         else:
@@ -1498,10 +1509,17 @@ class GPUBackend(Backend):
         fn = kernels.kernel("sbgemm.cu", "sbgemm_wg_pipe", NS, SW, VX, arch="sm_90a")
         _allow_shared_memory(fn, smem)
         threads = 32 * (9 + SW)
-        S = self._gemm_splits(fn, nf, threads, nm, 64, smem)
+        resident = self.sm_count * self._resident_blocks(fn, threads, smem)
+        spread = self.gemm_spread and self.gemm_splits is None and nf >= resident
+        S = 1 if spread else self._gemm_splits(fn, nf, threads, nm, 64, smem)
         cw = _round_up(-(-nm // S), 64)  # splits end on chunks, as sbgemm_tc_pipe's
-        tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw), np.int32(lda))
-        return fn, (nf * S, -(-K // 16)), (threads,), smem, tail, S, "sbgemm_wg_pipe"
+        units = nf * S * (cw // 64)  # chunks of 64 columns
+        # a block a piece (frequency and split), or the chunks spread evenly over the resident blocks, a block
+        # taking one piece's chunks at least (so that two blocks share a piece at most)
+        per = max(cw // 64, -(-units // resident)) if spread else cw // 64
+        tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw), np.int32(lda),
+                np.int32(per))
+        return fn, (-(-units // per), -(-K // 16)), (threads,), smem, tail, S, "sbgemm_wg_pipe"
 
     def _rows_map(self, Fhat: Array, lda: int) -> Array:
         """The tensor map of ``Fhat`` (complex64, ``lda`` rows a frequency) in
