@@ -72,9 +72,11 @@ FMV_DEV void lds_pair(const double2* p, double2& a, double2& b) {
 // sides k0 .. k0 + kn - 1 (chunk blockIdx.y of KB).
 template <int BK, int KB> struct BlockShare {
     int split, f, k0, kn, jbeg, jend, nchunks;
-    FMV_DEV BlockShare(int S, int cw, int nm, int K) : BlockShare(S, cw, nm, K, blockIdx.x) {}
+    FMV_DEV BlockShare(int S, int cw, int nm, int K)
+        : split(blockIdx.x % S), f(blockIdx.x / S), k0(blockIdx.y * KB), kn(min_(KB, K - k0)), jbeg(split * cw),
+          jend(min_(nm, jbeg + cw)), nchunks(jend > jbeg ? (jend - jbeg + BK - 1) / BK : 0) {}
     // the share of piece = f S + split (a block that takes more than one, sbgemm_wg_pipe)
-    FMV_DEV BlockShare(int S, int cw, int nm, int K, unsigned piece)
+    FMV_DEV BlockShare(int S, int cw, int nm, int K, int piece)
         : split(piece % S), f(piece / S), k0(blockIdx.y * KB), kn(min_(KB, K - k0)), jbeg(split * cw),
           jend(min_(nm, jbeg + cw)), nchunks(jend > jbeg ? (jend - jbeg + BK - 1) / BK : 0) {}
 };
