@@ -82,6 +82,7 @@ def main() -> int:
     wg_tiles = {f"wg={t}": tile(t) for t in args.wg_tile}
     promotions = {f"l2-promotion={n}": n for n in args.l2_promotion}
     tree_promotion = tensormap.L2_PROMOTION
+    tree_spread = be.gemm_spread
     splits = {f"splits={n}": n for n in args.splits}
     variants = (["tree"] + list(tiles) + list(wg_tiles) + list(promotions) + list(splits)
                 + (["spread=off"] if args.spread_off else []) + args.rev)
@@ -99,7 +100,7 @@ def main() -> int:
                                      else dict(warpgroup))
                 tensormap.L2_PROMOTION = promotions.get(variant, tree_promotion)
                 be.gemm_splits = splits.get(variant)
-                be.gemm_spread = variant != "spread=off"
+                be.gemm_spread = tree_spread and variant != "spread=off"
                 be._tensor_maps.clear()  # (maps made anew with this variant's promotion)
                 be._launch.clear()
                 y[...] = np.nan

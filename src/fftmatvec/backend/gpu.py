@@ -1434,7 +1434,7 @@ class GPUBackend(Backend):
             self._ccast(x_hat, xc, 1.0)
             x_hat = xc
         dst = out if S == 1 else self.scratch((S,) + out.shape, ta, "sbgemm-splits")
-        if kind == "sbgemm_wg_pipe" and int(tail[7]) % (int(tail[5]) // 64):  # two blocks add to a shared piece
+        if kind == "sbgemm_wg_pipe" and self._wg_shares_pieces(tail):
             dst.data.memset_async(0, dst.nbytes)
         if kind in ("sbgemm_tc_pipe", "sbgemm_wg_pipe"):  # and the tensor map of Fhat by which they copy
             self._run_kernel(fn, grid, block, (Fhat, x_hat, dst, self._rows_map(Fhat, lda)) + tail, smem)
@@ -1520,6 +1520,15 @@ class GPUBackend(Backend):
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw), np.int32(lda),
                 np.int32(per))
         return fn, (-(-units // per), -(-K // 16)), (threads,), smem, tail, S, "sbgemm_wg_pipe"
+
+    @staticmethod
+    def _wg_shares_pieces(tail: tuple) -> bool:
+        """Whether the blocks of a ``sbgemm_wg_pipe`` launch (its arguments
+        after the tensor map, :meth:`_gemm_wg_config`) share pieces: chunks
+        a block (``per``) not a whole number of a piece's (``cw / 64``).  The
+        two blocks of a shared piece add their sums to a zeroed result."""
+        cw, per = int(tail[5]), int(tail[7])
+        return per % (cw // 64) != 0
 
     def _rows_map(self, Fhat: Array, lda: int) -> Array:
         """The tensor map of ``Fhat`` (complex64, ``lda`` rows a frequency) in
