@@ -75,7 +75,8 @@ template <int BK, int KB> struct BlockShare {
     FMV_DEV BlockShare(int S, int cw, int nm, int K)
         : split(blockIdx.x % S), f(blockIdx.x / S), k0(blockIdx.y * KB), kn(min_(KB, K - k0)), jbeg(split * cw),
           jend(min_(nm, jbeg + cw)), nchunks(jend > jbeg ? (jend - jbeg + BK - 1) / BK : 0) {}
-    // the share of piece = f S + split (a block that takes more than one, sbgemm_wg_pipe)
+    // the share of piece = f S + split (a block that takes more than one, sbgemm_wg_pipe); not the constructor
+    // above delegating here, which changes the code of every kernel using it (blockIdx.x is unsigned)
     FMV_DEV BlockShare(int S, int cw, int nm, int K, int piece)
         : split(piece % S), f(piece / S), k0(blockIdx.y * KB), kn(min_(KB, K - k0)), jbeg(split * cw),
           jend(min_(nm, jbeg + cw)), nchunks(jend > jbeg ? (jend - jbeg + BK - 1) / BK : 0) {}
