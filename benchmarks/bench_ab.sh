@@ -9,7 +9,8 @@
 # run too; with "nrhs" only the big size's complex128 adjoint with 8 and 16
 # right-hand sides; with "big16" only the big `ddssd` adjoint, the big
 # `ddddd` product and the latter with 16 right-hand sides; with "k16" only the
-# big `dssdd` product with 16 right-hand sides.  One JSON line per
+# big `dssdd` product with 16 right-hand sides, with "k16d" only the big
+# `ddddd` one.  One JSON line per
 # run appended to $2, with "source" ($1 or "tree"), "round" and "command".
 # usage: bash benchmarks/bench_ab.sh e0ec1ac benchmarks/results/h200-bench-ab.jsonl
 #        bash benchmarks/bench_ab.sh FFTMATVEC_L2_PREFETCH_BYTES=0 out.jsonl big
@@ -36,6 +37,7 @@ runs=("$SMALL --precision ddddd" "$SMALL --precision ddddd --adjoint" "$MID --pr
 [ "$rows" = nrhs ] && runs=("$BIG --precision ddddd --adjoint --nrhs 8" "$BIG --precision ddddd --adjoint --nrhs 16")
 [ "$rows" = big16 ] && runs=("$BIG --precision ddssd --adjoint" "$BIG --precision ddddd" "$BIG --precision ddddd --nrhs 16")
 [ "$rows" = k16 ] && runs=("$BIG --precision dssdd --nrhs 16")
+[ "$rows" = k16d ] && runs=("$BIG --precision ddddd --nrhs 16")
 for round in 1 2; do
   for source in "$rev" tree; do
     src=$PWD/src

@@ -3,13 +3,15 @@ working tree against the same file at other git revisions: device time
 (CUPTI, through PyTorch's profiler) of the forward product the backend
 chooses, x the floor (``Fhat``'s bytes over the copy bandwidth measured in
 the same run), and the error against float64 on six frequencies, at the big
-size in complex64, on one GPU.
+size in complex64 (``--dtype complex128``: in that), on one GPU.
 
     python benchmarks/gemm_ab.py --rev 638d20c --out benchmarks/results/h200-gemm-ab.jsonl
     python benchmarks/gemm_ab.py --pipe-tile off --pipe-tile 32,3,2,1 --rounds 3 \\
         --out benchmarks/results/h200-gemm-ab-pipe.jsonl
     python benchmarks/gemm_ab.py --wg-tile off --wg-tile 2,1 --K 16,12 \\
         --out benchmarks/results/h200-gemm-ab-wg.jsonl
+    python benchmarks/gemm_ab.py --dtype complex128 --spread-off --K 16,8 \\
+        --out benchmarks/results/h200-gemm-ab-c128-spread.jsonl
 
 One JSON line per variant, ``K`` and round: ``variant`` (``tree``, the
 revision, or ``pipe=TILE``: the tree with ``sbgemm_tc_pipe``'s tile set to
@@ -21,6 +23,7 @@ products to ``sbgemm_tc_pipe``; ``l2-promotion=N``: the tree with the
 tensor maps' L2 promotion set to N; ``splits=S``: the tree with S column
 splits, ``GPUBackend.gemm_splits``, instead of its own choice;
 ``spread=off``: the tree with ``GPUBackend.gemm_spread`` off),
+``dtype``,
 ``kernel`` (the kernel the backend took),
 ``time_us``, ``floor_ratio``, ``rel_err`` and ``copy_Bps``.  The launch
 set-up is the working tree's (``GPUBackend._gemm_config``) for every
@@ -51,7 +54,8 @@ def main() -> int:
     ap.add_argument("--splits", action="append", default=[], type=int,
                     help="also the tree with this many column splits (repeatable)")
     ap.add_argument("--spread-off", action="store_true",
-                    help="also the tree with sbgemm_wg_pipe's chunks a block a frequency (gemm_spread off)")
+                    help="also the tree with a block a frequency (gemm_spread off)")
+    ap.add_argument("--dtype", default="complex64", choices=["complex64", "complex128"], help="of Fhat and X")
     ap.add_argument("--rounds", type=int, default=1, help="rounds of all variants in turn")
     ap.add_argument("--size", default="1001,100,5000", help="Nf,Nd,Nm")
     ap.add_argument("--out", required=True, help="JSON lines appended here")
@@ -68,9 +72,11 @@ def main() -> int:
     nf, nd, nm = (int(v) for v in args.size.split(","))
     rng = cp.random.default_rng(7)
 
+    dtype = np.dtype(args.dtype)
+
     def rand(shape):
-        re, im = (rng.standard_normal(shape, dtype=np.float32) for _ in range(2))
-        return (re + 1j * im).astype(np.complex64)
+        re, im = (rng.standard_normal(shape, dtype=dtype.char.lower()) for _ in range(2))
+        return (re + 1j * im).astype(dtype)
 
     A = rand((nf, nd, nm))
     pipe, warpgroup, few_rows = dict(be.gemm_tensor_pipe), dict(be.gemm_warpgroup), dict(be.gemm_pipe_few_rows)
@@ -89,7 +95,7 @@ def main() -> int:
     with open(args.out, "a") as out:
         for K, rnd in ((int(k), r) for k in args.K.split(",") for r in range(args.rounds)):
             x = rand((nf, nm, K))
-            y = cp.empty((nf, nd, K), np.complex64)
+            y = cp.empty((nf, nd, K), dtype)
             ref = A[:6].astype(np.complex128) @ x[:6].astype(np.complex128)
             for variant in variants:
                 revision = variant if variant == "tree" or variant in args.rev else variant.partition("@")[2]
@@ -108,7 +114,8 @@ def main() -> int:
                 err = float(cp.linalg.norm(y[:6] - ref) / cp.linalg.norm(ref))
                 t = sum(device_times(lambda: be.sbgemv(A, x, y, adjoint=False), be.synchronize).values())
                 kernel = next(v[6] for k, v in be._launch.items() if k[0] == "gemm")
-                rec = dict(what="gemm-ab", variant=variant, K=K, round=rnd, nf=nf, nd=nd, nm=nm, kernel=kernel,
+                rec = dict(what="gemm-ab", variant=variant, K=K, round=rnd, nf=nf, nd=nd, nm=nm, dtype=str(dtype),
+                           kernel=kernel,
                            time_us=round(t, 1), floor_ratio=round(t * 1e-6 / (A.nbytes / bw), 4), rel_err=err,
                            copy_Bps=bw)
                 print(json.dumps(rec), flush=True)
