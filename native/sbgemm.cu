@@ -456,13 +456,8 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
 // ceil(nd / 16) row tiles; rows past nd read row nd - 1 and are not kept)
 // and the k-steps ph, ph + P, ... of each chunk (ph = w / MT); the P phases
 // are summed through shared memory at the end.
-// SPREAD (S = 1, P = 1): block b takes the units b per .. (b + 1) per - 1,
-// unit u chunk u % ncs of frequency u / ncs (ncs = ceil(nm / BK)), through
-// one ring of stages, and stores a frequency's sums once its last unit in
-// the block is done, as sbgemm_wg_pipe's blocks do (per >= ncs; Y zeroed
-// before where per % ncs != 0).  Else per is not read.
 // MAXT, MINB: launch bounds (blockDim.x <= MAXT; registers capped for MINB blocks a multiprocessor).
-// Launch: blockDim.x = 32 MT P <= MAXT, gridDim.x = nf * S (SPREAD: ceil(nf ncs / per)), gridDim.y = ceil(K / KB),
+// Launch: blockDim.x = 32 MT P <= MAXT, gridDim.x = nf * S, gridDim.y = ceil(K / KB),
 // dynamic shared memory max(NS (nd AS + BK XS) sizeof(TA), (P - 1) 32 MT KB sizeof(real)) bytes,
 // AS = BK + 4, XS = KB + 4 (complex64) or KB + 2 (complex128): the lanes of a load in distinct banks.
 // ---------------------------------------------------------------------------
@@ -607,37 +602,12 @@ FMV_DEV void tc_chunk_products(Sums3M<typename real_of<TA>::type, KB / 8>& acc, 
     }
 }
 
-// The products of sbgemm_tc's chunk in stage i % NS (as [NS][nd][AS] and xs [NS][BK][XS]) into acc, folded
-// each chunk where the tensor core's sums drift: rows r0 and r1 (offsets in a stage) are the lane's rows of A.
-template <typename TA, int KB, int BK, int NS, int P, int AS, int XS>
-FMV_DEV void tc_stage_products(Sums3M<typename real_of<TA>::type, KB / 8>& acc, const TA* as, const TA* xs, int i,
-                               int nd, int r0, int r1, int g, int t, int ph) {
-    const TA* ab = as + (i % NS) * nd * AS;
-    tc_chunk_products<TA, KB, BK, P, XS>(
-        acc, [&](int, int e, int j) { return ab[(e & 1 ? r1 : r0) + j]; }, xs + (i % NS) * BK * XS, g, t, ph);
-    if (TensorProduct<TA>::fold) acc.add_terms();
-}
-
-// y = re + i im where a block's share holds the whole sum (`whole`), else y += re + i im, y zeroed before the
-// launch: a value is shared by two blocks at most, whose two additions to zero give the same sum in either order.
-template <typename TA>
-FMV_DEV void store_or_add(TA* y, typename real_of<TA>::type re, typename real_of<TA>::type im, bool whole) {
-    if (whole) {
-        *y = cmake<TA>(re, im);
-    } else {
-        atomicAdd(&y->x, re);
-        atomicAdd(&y->y, im);
-    }
-}
-
 // The end of sbgemm_tc and sbgemm_tc_pipe, for every thread of the block once its shared memory red is free: the
-// sums of warp (mt, ph) go to Y, stored or added (store_or_add's `whole`).  Phases 1 .. P-1 leave theirs in red,
-// phase 0 adds them in order and writes its rows; a warp of phase P or more (sbgemm_tc_pipe's producer) takes no
-// part but the barrier.
+// sums of warp (mt, ph) go to Y.  Phases 1 .. P-1 leave theirs in red, phase 0 adds them in order and writes its
+// rows; a warp of phase P or more (sbgemm_tc_pipe's producer) takes no part but the barrier.
 template <typename TA, int KB, int BK, int P>
 FMV_DEV void tc_store(const Sums3M<typename real_of<TA>::type, KB / 8>& acc, typename real_of<TA>::type* red,
-                      TA* __restrict__ Y, const BlockShare<BK, KB>& b, int nf, int nd, int K, int MT,
-                      bool whole = true) {
+                      TA* __restrict__ Y, const BlockShare<BK, KB>& b, int nf, int nd, int K, int MT) {
     constexpr int NH = KB / 8;
     const int tid = threadIdx.x, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int mt = (tid >> 5) % MT, ph = (tid >> 5) / MT, slot = tid % (32 * MT);
@@ -662,7 +632,7 @@ FMV_DEV void tc_store(const Sums3M<typename real_of<TA>::type, KB / 8>& acc, typ
                     im += red[((p - 1) * 32 * MT + slot) * 8 * NH + (NH + h) * 4 + e];
                 }
                 const int i = 16 * mt + g + 8 * (e >> 1), k = 8 * h + 2 * t + (e & 1);
-                if (i < nd && k < b.kn) store_or_add(ys + ((index_t)b.f * nd + i) * K + b.k0 + k, re, im, whole);
+                if (i < nd && k < b.kn) ys[((index_t)b.f * nd + i) * K + b.k0 + k] = cmake<TA>(re, im);
             }
     }
 }
@@ -732,20 +702,18 @@ FMV_DEV void pipe_units_in(const float2* A, const float2* X, const void* amap, i
 
 }  // namespace fmv
 
-template <typename TA, int KB, int BK, int NS, int P, int VA, int VX, int MAXT, int MINB, int SPREAD>
+template <typename TA, int KB, int BK, int NS, int P, int VA, int VX, int MAXT, int MINB>
 __global__ void __launch_bounds__(MAXT, MINB)
 sbgemm_tc(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm, int K,
-          int S, int cw, int lda, int per) {
+          int S, int cw, int lda) {
     fmv::let_next_grid_start();
     fmv::wait_for_prior_grids();
     typedef typename fmv::real_of<TA>::type R;
     constexpr int NH = KB / 8;  // tiles of 8 output columns per half (Re, Im)
     constexpr int AS = BK + 4;
     constexpr int XS = KB + (sizeof(TA) == 16 ? 2 : 4);
-    typedef fmv::ChunkCopies<TA, BK, KB, VA, VX, AS, XS> Copies;
     static_assert((KB == 8 || KB == 16) && BK % 16 == 0 && (BK / 8) % P == 0 && 32 % (BK / VA) == 0 && NS >= 2,
                   "tile");
-    static_assert(!SPREAD || P == 1, "a spread block stores between chunks: no phases to sum in shared memory");
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     TA* as = reinterpret_cast<TA*>(fmv_smem);  // [NS][nd][AS]
     TA* xs = as + NS * nd * AS;                // [NS][BK][XS]
@@ -755,46 +723,20 @@ sbgemm_tc(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict__ Y
     const int g = lane >> 2, t = lane & 3;
     const int MT = (nd + 15) / 16;
     const int mt = warp % MT, ph = warp / MT;
-    if constexpr (!SPREAD) {
-        const fmv::BlockShare<BK, KB> b(S, cw, nm, K);
-        const Copies copies(A, X, nd, nm, K, lda, b, tid, nthreads);
-        auto issue = [&](int c) { copies.issue(c, as + (c % NS) * nd * AS, xs + (c % NS) * BK * XS); };
+    const fmv::BlockShare<BK, KB> b(S, cw, nm, K);
+    const fmv::ChunkCopies<TA, BK, KB, VA, VX, AS, XS> copies(A, X, nd, nm, K, lda, b, tid, nthreads);
+    auto issue = [&](int c) { copies.issue(c, as + (c % NS) * nd * AS, xs + (c % NS) * BK * XS); };
 
-        fmv::Sums3M<R, NH> acc;
-        const int r0 = fmv::min_(16 * mt + g, nd - 1) * AS, r1 = fmv::min_(16 * mt + g + 8, nd - 1) * AS;
-        fmv::for_each_staged_chunk<NS>(b.nchunks, issue, [&](int c) {
-            fmv::tc_stage_products<TA, KB, BK, NS, P, AS, XS>(acc, as, xs, c, nd, r0, r1, g, t, ph);
-        });
-        if (!fmv::TensorProduct<TA>::fold) acc.add_terms();
-        fmv::tc_store<TA, KB, BK, P>(acc, reinterpret_cast<R*>(fmv_smem), Y, b, nf, nd, K, MT);
-    } else {
-        // units u0 .. u1 - 1 through one ring of stages, unit u chunk u % ncs of frequency u / ncs (S = 1)
-        const int ncs = (nm + BK - 1) / BK, u0 = blockIdx.x * per, u1 = fmv::min_(nf * ncs, u0 + per);
-        fmv::BlockShare<BK, KB> in(1, cw, nm, K, u0 / ncs);  // the frequency of the chunks being copied in
-        Copies copies(A, X, nd, nm, K, lda, in, tid, nthreads);
-        auto issue = [&](int i) {
-            const int u = u0 + i;
-            if (u % ncs == 0 && i > 0) {
-                in = fmv::BlockShare<BK, KB>(1, cw, nm, K, u / ncs);
-                copies = Copies(A, X, nd, nm, K, lda, in, tid, nthreads);
-            }
-            copies.issue(u % ncs, as + (i % NS) * nd * AS, xs + (i % NS) * BK * XS);
-        };
-
-        fmv::Sums3M<R, NH> acc;
-        const int r0 = fmv::min_(16 * mt + g, nd - 1) * AS, r1 = fmv::min_(16 * mt + g + 8, nd - 1) * AS;
-        fmv::for_each_staged_chunk<NS>(u1 - u0, issue, [&](int i) {
-            fmv::tc_stage_products<TA, KB, BK, NS, P, AS, XS>(acc, as, xs, i, nd, r0, r1, g, t, ph);
-            const int u = u0 + i, c = u % ncs;
-            if (c + 1 == ncs || u + 1 == u1) {  // the frequency ends here for this block: its sums out
-                if (!fmv::TensorProduct<TA>::fold) acc.add_terms();
-                fmv::tc_store<TA, KB, BK, P>(acc, reinterpret_cast<R*>(fmv_smem), Y,
-                                             fmv::BlockShare<BK, KB>(1, cw, nm, K, u / ncs), nf, nd, K, MT,
-                                             c + 1 == ncs && u - c >= u0);
-                acc = fmv::Sums3M<R, NH>();
-            }
-        });
-    }
+    fmv::Sums3M<R, NH> acc;
+    const int r0 = fmv::min_(16 * mt + g, nd - 1) * AS, r1 = fmv::min_(16 * mt + g + 8, nd - 1) * AS;
+    fmv::for_each_staged_chunk<NS>(b.nchunks, issue, [&](int c) {
+        const TA* ab = as + (c % NS) * nd * AS;
+        fmv::tc_chunk_products<TA, KB, BK, P, XS>(
+            acc, [&](int, int e, int j) { return ab[(e & 1 ? r1 : r0) + j]; }, xs + (c % NS) * BK * XS, g, t, ph);
+        if (fmv::TensorProduct<TA>::fold) acc.add_terms();
+    });
+    if (!fmv::TensorProduct<TA>::fold) acc.add_terms();
+    fmv::tc_store<TA, KB, BK, P>(acc, reinterpret_cast<R*>(fmv_smem), Y, b, nf, nd, K, MT);
 }
 
 // ---------------------------------------------------------------------------
@@ -955,7 +897,8 @@ FMV_DEV void wgmma_rs_n32(float (&d)[4][4], const unsigned (&a)[4], unsigned lon
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"((int)accumulate));
 }
 // The sums of warp w's rows 16 w .. 16 w + 15 (and their right-hand sides, as tc_store's fragments) of piece b
-// into Y: stored when the block took the whole piece, else added (store_or_add).
+// into Y: stored when the block took the whole piece, else added (Y zeroed before the launch; a piece is shared
+// by two blocks at most, whose two additions to zero give the same sum in either order).
 FMV_DEV void wg_store(const Sums3M<float, 2>& acc, float2* __restrict__ Y, const BlockShare<64, 16>& b, int nf,
                       int nd, int K, bool whole) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, w = threadIdx.x >> 5;
@@ -965,8 +908,14 @@ FMV_DEV void wg_store(const Sums3M<float, 2>& acc, float2* __restrict__ Y, const
 #pragma unroll
         for (int e = 0; e < 4; ++e) {  // fragment element e: row g (+8 for e >= 2), column 2t + (e & 1)
             const int i = 16 * w + g + 8 * (e >> 1), k = 8 * h + 2 * t + (e & 1);
-            if (i < nd && k < b.kn)
-                store_or_add(ys + ((index_t)b.f * nd + i) * K + b.k0 + k, acc.sum[h][e], acc.sum[2 + h][e], whole);
+            if (i >= nd || k >= b.kn) continue;
+            float2* y = ys + ((index_t)b.f * nd + i) * K + b.k0 + k;
+            if (whole) {
+                *y = make_float2(acc.sum[h][e], acc.sum[2 + h][e]);
+            } else {
+                atomicAdd(&y->x, acc.sum[h][e]);
+                atomicAdd(&y->y, acc.sum[2 + h][e]);
+            }
         }
 }
 // the compiler must not move accesses to d across the wait for the products writing it
@@ -1281,16 +1230,15 @@ FMV_STAGED(float2, 5, 4, 32, 3, 2, 2, 2)
 FMV_STAGED(float2, 5, 4, 32, 3, 1, 1, 2)
 FMV_STAGED(double2, 2, 4, 16, 3, 1, 1, 2)
 #ifndef FMV_HIP
-#define FMV_TC(TA, KB, BK, NS, P, VA, VX, MAXT, MINB, SPREAD)                                           \
-    template __global__ void sbgemm_tc<TA, KB, BK, NS, P, VA, VX, MAXT, MINB, SPREAD>(                          \
-        const TA*, const TA*, TA*, int, int, int, int, int, int, int, int);
-FMV_TC(float2, 16, 32, 3, 1, 2, 2, 256, 2, 0)
-FMV_TC(float2, 16, 32, 3, 2, 1, 1, 512, 1, 0)
-FMV_TC(float2, 8, 32, 3, 4, 2, 2, 256, 2, 0)
-FMV_TC(float2, 8, 16, 4, 1, 2, 1, 256, 3, 0)
-FMV_TC(double2, 16, 16, 3, 1, 1, 1, 256, 2, 0)
-FMV_TC(double2, 8, 16, 3, 2, 1, 1, 512, 1, 0)
-FMV_TC(double2, 16, 32, 3, 1, 1, 1, 256, 1, 1)
+#define FMV_TC(TA, KB, BK, NS, P, VA, VX, MAXT, MINB)                                                 \
+    template __global__ void sbgemm_tc<TA, KB, BK, NS, P, VA, VX, MAXT, MINB>(const TA*, const TA*, TA*, int, int, \
+                                                                             int, int, int, int, int);
+FMV_TC(float2, 16, 32, 3, 1, 2, 2, 256, 2)
+FMV_TC(float2, 16, 32, 3, 2, 1, 1, 512, 1)
+FMV_TC(float2, 8, 32, 3, 4, 2, 2, 256, 2)
+FMV_TC(float2, 8, 16, 4, 1, 2, 1, 256, 3)
+FMV_TC(double2, 16, 16, 3, 1, 1, 1, 256, 2)
+FMV_TC(double2, 8, 16, 3, 2, 1, 1, 512, 1)
 #define FMV_TC_PIPE(KB, BK, NS, P, CW, VX, MAXT, MINB)                                                            \
     template __global__ void sbgemm_tc_pipe<KB, BK, NS, P, CW, VX, MAXT, MINB>(                                   \
         const float2*, const float2*, float2*, const void*, int, int, int, int, int, int, int);

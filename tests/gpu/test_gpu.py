@@ -755,45 +755,38 @@ def test_pipe_tile_by_right_hand_sides_and_rows(rng):
         assert rel_err(out.get(), A.astype(np.complex128) @ x.astype(np.complex128)) < 2e-6 * np.sqrt(nm)
 
 
-@pytest.mark.parametrize("kind", ["sbgemm_wg_pipe", "sbgemm_tc"])
-def test_gemm_spread_over_resident_blocks(rng, kind):
-    """``sbgemm_wg_pipe`` (complex64) and ``sbgemm_tc`` (complex128) with
-    more frequencies than resident blocks spread their chunks over them
-    (``gemm_spread``): blocks share frequencies, whose sums two blocks add.
-    The product against float64 at uneven sizes (a partial last chunk,
-    fewer right-hand sides than the tile, one more frequency than blocks and
-    2.3 times as many), the same bit for bit twice, and against the
-    block-a-frequency launch."""
+def test_wg_pipe_spread_over_resident_blocks(rng):
+    """``sbgemm_wg_pipe`` with more frequencies than resident blocks spreads
+    its chunks over them (``gemm_spread``): blocks share frequencies, whose
+    sums two blocks add.  The product against float64 at uneven sizes (a
+    partial last chunk, fewer right-hand sides than the tile, one more
+    frequency than blocks and 2.3 times as many), the same bit for bit
+    twice, and against the block-a-frequency launch."""
     be = GPUBackend()
-    ta = np.dtype(np.complex64 if kind == "sbgemm_wg_pipe" else np.complex128)
-    if kind == "sbgemm_wg_pipe" and not (be.mbarriers and be.warpgroup_mma and be.gemm_warpgroup.get(ta)):
+    c64 = np.dtype(np.complex64)
+    if not (be.mbarriers and be.warpgroup_mma and be.gemm_warpgroup.get(c64)):
         pytest.skip("no sbgemm_wg_pipe on this device")
-    if kind == "sbgemm_tc" and not (be.tensor_cores_for(ta) and be.gemm_tensor.get(ta)):
-        pytest.skip("no sbgemm_tc in complex128 on this device")
-    be.gemm_min_k[ta] = 2
+    be.gemm_min_k[c64] = 2
     be.blas_min_k = {key: 10**6 for key in be.blas_min_k}
-    bk = 64 if kind == "sbgemm_wg_pipe" else be.gemm_tensor[ta][0]  # columns a chunk
-    # (both kernels fit one block a multiprocessor at these sizes)
     for nf, nd, nm, K in ((be.sm_count + 1, 100, 200, 16), (7 * be.sm_count // 3, 72, 130, 9)):
-        A = (rng.standard_normal((nf, nd, nm)) + 1j * rng.standard_normal((nf, nd, nm))).astype(ta)
-        x = (rng.standard_normal((nf, nm, K)) + 1j * rng.standard_normal((nf, nm, K))).astype(ta)
+        A = (rng.standard_normal((nf, nd, nm)) + 1j * rng.standard_normal((nf, nd, nm))).astype(np.complex64)
+        x = (rng.standard_normal((nf, nm, K)) + 1j * rng.standard_normal((nf, nm, K))).astype(np.complex64)
         A_dev, x_dev = cupy.asarray(A), cupy.asarray(x)
         results = {}
         for spread in (True, True, False):
             be.gemm_spread = spread
             be._launch.clear()
-            out = cupy.full((nf, nd, K), np.nan, ta)
+            out = cupy.full((nf, nd, K), np.nan, np.complex64)
             be.sbgemv(A_dev, x_dev, out, adjoint=False)
             (cfg,) = [cfg for key, cfg in be._launch.items() if key[0] == "gemm"]
-            assert cfg[6] == kind, cfg[6]
-            per, chunks = int(cfg[4][7]), -(-nm // bk)
-            assert (cfg[1][0] < nf and per % chunks != 0) == spread == cfg[7], (nf, nm, cfg[1], per)  # shared
+            assert cfg[6] == "sbgemm_wg_pipe", cfg[6]
+            per, chunks = int(cfg[4][7]), -(-nm // 64)
+            assert (cfg[1][0] < nf and per % chunks != 0) == spread, (nf, nm, cfg[1], per)  # shared frequencies
             results.setdefault(spread, []).append(out.get())
         ref = A.astype(np.complex128) @ x.astype(np.complex128)
-        tol = (2e-6 if ta == np.complex64 else 1e-14) * np.sqrt(nm)
-        assert rel_err(results[True][0], ref) < tol, (nf, nd, nm, K)
+        assert rel_err(results[True][0], ref) < 2e-6 * np.sqrt(nm), (nf, nd, nm, K)
         assert np.array_equal(results[True][0], results[True][1]), (nf, nd, nm, K)
-        assert rel_err(results[True][0], results[False][0]) < tol, (nf, nd, nm, K)
+        assert rel_err(results[True][0], results[False][0]) < 2e-6 * np.sqrt(nm), (nf, nd, nm, K)
 
 
 def gemm_kernels_taken(be) -> set:

@@ -377,11 +377,10 @@ class GPUBackend(Backend):
         that one could run and :attr:`warpgroup_mma` is true
         (``$FFTMATVEC_GEMM_WG=0`` unsets it).
     gemm_spread : bool
-        ``sbgemm_wg_pipe``, and ``sbgemm_tc`` in complex128 with one phase
-        of k-steps, with at least as many frequencies as resident blocks
-        spread their chunks evenly over that many blocks instead of taking
-        a block a frequency, two blocks adding their sums of a frequency
-        they share (``$FFTMATVEC_GEMM_SPREAD=0`` turns it off;
+        ``sbgemm_wg_pipe`` with at least as many frequencies as resident
+        blocks spreads its chunks evenly over that many blocks instead of
+        taking a block a frequency, two blocks adding their sums of a
+        frequency they share (``$FFTMATVEC_GEMM_SPREAD=0`` turns it off;
         :attr:`gemm_splits`, when set, too).
     adj_tensor : dict[numpy.dtype, tuple or None]
         Tile ``(W, KS, NS, MINB)`` of ``sbgemm_adj_tc`` (the adjoint on the
@@ -528,10 +527,8 @@ class GPUBackend(Backend):
         self.gemm_warpgroup: dict[np.dtype, tuple | None] = {c64: (3, 4), c128: None}
         if os.environ.get("FFTMATVEC_GEMM_WG", "1") == "0":
             self.gemm_warpgroup = {c64: None, c128: None}
-        # sbgemm_wg_pipe's chunks, and complex128 sbgemm_tc's, spread evenly over the resident blocks where there
-        # are at least as many frequencies as blocks, instead of a block a frequency (whose last wave leaves
-        # multiprocessors idle; h200-probe-waves-ab-stop22.jsonl: complex128 sbgemm_tc at 1001 frequencies 1.161
-        # and 1.164x the floor spread, 1.193 and 1.192x a block a frequency; complex64 sbgemm_tc 3-4% slower)
+        # sbgemm_wg_pipe's chunks spread evenly over the resident blocks where there are at least as many
+        # frequencies as blocks, instead of a block a frequency (whose last wave leaves multiprocessors idle)
         self.gemm_spread = os.environ.get("FFTMATVEC_GEMM_SPREAD", "1") != "0"
         # sbgemm_adj_tc (the adjoint on the tensor cores) for adj_tensor_min_k <= K <= 16, before cuBLAS and
         # the one-column kernels: (W, KS, NS, MINB) (benchmarks/results/h200-probe-adjvar-tiles-stop33.jsonl, two
@@ -1431,13 +1428,13 @@ class GPUBackend(Backend):
         if cfg is None:
             cfg = self._launch[key] = self._gemm_config(nf, nd, nm, K, KB, ta, np.dtype(x_hat.dtype), lda, aligned,
                                                         x_pairs)
-        fn, grid, block, smem, tail, S, kind, shared = cfg
+        fn, grid, block, smem, tail, S, kind = cfg
         if kind != "sbgemm_fwd" and x_hat.dtype != ta:  # sbgemm_tc and sbgemm_staged copy X as it is
             xc = self.scratch(x_hat.shape, ta, "gemm-in")
             self._ccast(x_hat, xc, 1.0)
             x_hat = xc
         dst = out if S == 1 else self.scratch((S,) + out.shape, ta, "sbgemm-splits")
-        if shared:  # blocks that share a frequency add their sums to zero
+        if kind == "sbgemm_wg_pipe" and self._wg_shares_pieces(tail):
             dst.data.memset_async(0, dst.nbytes)
         if kind in ("sbgemm_tc_pipe", "sbgemm_wg_pipe"):  # and the tensor map of Fhat by which they copy
             self._run_kernel(fn, grid, block, (Fhat, x_hat, dst, self._rows_map(Fhat, lda)) + tail, smem)
@@ -1492,7 +1489,7 @@ class GPUBackend(Backend):
         S = self._gemm_splits(fn, nf, threads, nm, BK, smem)
         cw = _round_up(-(-nm // S), BK)  # splits end on chunks (a tensor copy's box does not stop at a split's end)
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw), np.int32(lda))
-        return fn, (nf * S, -(-K // KB)), (threads,), smem, tail, S, "sbgemm_tc_pipe", False
+        return fn, (nf * S, -(-K // KB)), (threads,), smem, tail, S, "sbgemm_tc_pipe"
 
     def _gemm_wg_config(self, nf, nd, nm, K, lda, x_pairs, tile):
         """Launch of ``sbgemm_wg_pipe`` (complex64, 9-16 right-hand sides,
@@ -1522,8 +1519,16 @@ class GPUBackend(Backend):
         per = max(cw // 64, -(-units // resident)) if spread else cw // 64
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw), np.int32(lda),
                 np.int32(per))
-        return (fn, (-(-units // per), -(-K // 16)), (threads,), smem, tail, S, "sbgemm_wg_pipe",
-                per % (cw // 64) != 0)
+        return fn, (-(-units // per), -(-K // 16)), (threads,), smem, tail, S, "sbgemm_wg_pipe"
+
+    @staticmethod
+    def _wg_shares_pieces(tail: tuple) -> bool:
+        """Whether the blocks of a ``sbgemm_wg_pipe`` launch (its arguments
+        after the tensor map, :meth:`_gemm_wg_config`) share pieces: chunks
+        a block (``per``) not a whole number of a piece's (``cw / 64``).  The
+        two blocks of a shared piece add their sums to a zeroed result."""
+        cw, per = int(tail[5]), int(tail[7])
+        return per % (cw // 64) != 0
 
     def _rows_map(self, Fhat: Array, lda: int) -> Array:
         """The tensor map of ``Fhat`` (complex64, ``lda`` rows a frequency) in
@@ -1590,25 +1595,14 @@ class GPUBackend(Backend):
                 VA = 2 if c64 and aligned and nm % 2 == 0 else 1
                 VX = 2 if c64 and x_pairs else 1
                 MAXT, MINB = (256, MINB) if 32 * MT * P <= 256 else (512, 1)
-                threads = 32 * MT * P
-                fn = kernels.kernel("sbgemm.cu", "sbgemm_tc", ta, KB, BK, NS, P, VA, VX, MAXT, MINB, 0)
+                fn = kernels.kernel("sbgemm.cu", "sbgemm_tc", ta, KB, BK, NS, P, VA, VX, MAXT, MINB)
                 _allow_shared_memory(fn, smem)
-                # complex128 with one phase: the chunks spread evenly over the resident blocks, as sbgemm_wg_pipe's
-                # (a block's run of chunks takes one frequency's at least)
-                resident = self.sm_count * self._resident_blocks(fn, threads, smem)
-                spread = self.gemm_spread and not c64 and P == 1 and self.gemm_splits is None and nf >= resident
-                S = 1 if spread else self._gemm_splits(fn, nf, threads, nm, BK, smem)
+                S = self._gemm_splits(fn, nf, 32 * MT * P, nm, BK, smem)
                 cw = -(-nm // S)
                 cw += cw % VA
-                ncs = -(-nm // BK)  # chunks a frequency
-                per = max(ncs, -(-nf * ncs // resident)) if spread else ncs
-                if spread:
-                    fn = kernels.kernel("sbgemm.cu", "sbgemm_tc", ta, KB, BK, NS, P, VA, VX, MAXT, MINB, 1)
-                    _allow_shared_memory(fn, smem)
                 tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw),
-                        np.int32(lda), np.int32(per))
-                grid = (-(-nf * ncs // per) if spread else nf * S, -(-K // KB))
-                return fn, grid, (threads,), smem, tail, S, "sbgemm_tc", spread and per % ncs != 0
+                        np.int32(lda))
+                return fn, (nf * S, -(-K // KB)), (32 * MT * P,), smem, tail, S, "sbgemm_tc"
         staged = self.gemm_staged.get(ta)
         if KB == 16 and staged is not None:
             TM, TN, BK, NS, MINB = staged
@@ -1627,7 +1621,7 @@ class GPUBackend(Backend):
                 cw += cw % VA
                 tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw),
                         np.int32(lda))
-                return fn, (nf * S, -(-K // (4 * TN))), (256,), smem, tail, S, "sbgemm_staged", False
+                return fn, (nf * S, -(-K // (4 * TN))), (256,), smem, tail, S, "sbgemm_staged"
         KL, CL, TR, U, V, MINB = self.gemm_tiles[(ta, KB)]
         rows_per_warp = 32 // (KL * CL) * TR
         row_warps = -(-nd // rows_per_warp)
@@ -1642,7 +1636,7 @@ class GPUBackend(Backend):
         grid = (nf * nrb * S, -(-K // KB))
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(nrb), np.int32(S), np.int32(cw),
                 np.int32(lda))
-        return fn, grid, (32 * warps,), smem, tail, S, "sbgemm_fwd", False
+        return fn, grid, (32 * warps,), smem, tail, S, "sbgemm_fwd"
 
     def _sbgemm_adj_native(self, Fhat: Array, x_hat: Array, out: Array) -> bool:
         """Adjoint product with several right-hand sides through ``sbgemm_adj_tc``
