@@ -835,7 +835,10 @@ sbgemm_tc_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
 // B_small + A_small B_big.  The tensor core reads float32 as TF32 by dropping
 // the low 13 bits, which makes A's big part with no instruction; a warp loads
 // its fragment of A from the stage (4 words a k-step, the tensor copy's
-// 128-byte swizzle keeps them in distinct banks) and forms A_small = A - big.
+// 128-byte swizzle keeps them in distinct banks) and forms A_small = A - big,
+// which the tensor core truncates in turn (rounded first, one instruction a
+// value more, the kernel took 1.3-7.3% longer, at an error of 3.7e-7 against
+// 4.5-4.6e-7; cuBLAS's cgemm 1.8e-6: docs/gpu.md, stop 48).
 // A k-step, 8 columns of the real product, is three m64n32k8 products of a
 // warpgroup's 64 rows with A from registers, each into its own sums: one
 // chain of products waits for each one's latency (60 cycles, where the
@@ -843,7 +846,8 @@ sbgemm_tc_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
 // m64n64k8 for A [B_big | B_small] was 2-6% slower in separate runs
 // (docs/gpu-kernels.md, stop 45).  A computing warp of sbgemm_tc_pipe issues
 // about 16 instructions per column of a chunk for its 16 rows (518 for 32
-// columns, most of them TF32 splits), one of these about 9 (551 for 64).
+// columns, most of them TF32 splits), one of these about 8 (551 for 64 in
+// stop 45, 64 fewer since stop 48).
 // Warps 0-7 compute, two warpgroups: warp w takes rows 16 w .. 16 w + 15;
 // rows past nd read what follows the stage's rows and are not kept.  Warp 8
 // brings the chunks in.  Warps 9 .. 8 + SW split B: each quarter chunk of 16
@@ -1039,12 +1043,11 @@ sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
                 for (int ks = 0; ks < NQ * KS; ++ks) {
                     const int q = ks / KS, kp = ks % KS;
                     if (kp == 0) fmv::mbar_wait(bfull + q, i & 1);
-                    // A - big exactly, + 0x1000: the tensor core's truncation rounds it to nearest
+                    // A - big exactly, which the tensor core truncates in turn
                     unsigned small[4];
 #pragma unroll
                     for (int e = 0; e < 4; ++e)
-                        small[e] =
-                            __float_as_uint(__uint_as_float(a[e]) - __uint_as_float(a[e] & 0xffffe000u)) + 0x1000;
+                        small[e] = __float_as_uint(__uint_as_float(a[e]) - __uint_as_float(a[e] & 0xffffe000u));
                     const unsigned long long bd = bdesc + q * (SLOT / 16) + 16 * kp;
                     fmv::wgmma_fence();
                     fmv::wgmma_rs_n32(big, a, bd, ks > 0);
