@@ -75,7 +75,7 @@ def main() -> int:
     dtype = np.dtype(args.dtype)
 
     def rand(shape):
-        re, im = (rng.standard_normal(shape, dtype=dtype.char.lower()) for _ in range(2))
+        re, im = (rng.standard_normal(shape, dtype=np.finfo(dtype).dtype) for _ in range(2))
         return (re + 1j * im).astype(dtype)
 
     A = rand((nf, nd, nm))
