@@ -408,11 +408,11 @@ template <int M, typename T> FMV_DEV bool pairs_aligned(const T* x, int K) {
     return M % 2 == 0 && K == 1 && reinterpret_cast<unsigned long long>(x) % (2 * sizeof(T)) == 0;
 }
 
-// A sample of x: from global memory through the read-only path (GLOBAL),
-// else from the staging buffer in shared memory.
+// A sample of x: from global memory past the L1 (GLOBAL), else from the
+// staging buffer in shared memory.
 template <bool GLOBAL, typename T> FMV_DEV T load_sample(const T* p) {
     if constexpr (GLOBAL)
-        return FMV_LDG(p);
+        return FMV_LDCG(p);
     else
         return *p;
 }
@@ -489,7 +489,7 @@ FMV_DEV void first_pass_from_spectrum(const TI* __restrict__ Yb, const C* __rest
         const TI* Ys = Yb + it.sl;
         C v[R];
 #pragma unroll
-        for (int r = 0; r < R; ++r) v[r] = valid ? cload<C>(Ys + (index_t)(jl + r * nb) * B) : czero<C>();
+        for (int r = 0; r < R; ++r) v[r] = valid ? ccast<C>(FMV_LDCG(Ys + (index_t)(jl + r * nb) * B)) : czero<C>();
         if (jl == 0) v[0].y = 0;
         if (jl == nb) v[R - 1].y = 0;
         const C wj = FMV_LDG(twl + it.j);  // W^f = W^j W^(r nb): the second factor is the same for all lanes
