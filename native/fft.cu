@@ -54,6 +54,13 @@
 
 using fmv::index_t;
 
+
+namespace fmv {
+FMV_DEV double ld_na(const double* p) { double v; asm("ld.global.nc.L1::no_allocate.f64 %0, [%1];" : "=d"(v) : "l"(p)); return v; }
+FMV_DEV float ld_na(const float* p) { float v; asm("ld.global.nc.L1::no_allocate.f32 %0, [%1];" : "=f"(v) : "l"(p)); return v; }
+FMV_DEV float2 ld_na(const float2* p) { float2 v; asm("ld.global.nc.L1::no_allocate.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "l"(p)); return v; }
+FMV_DEV double2 ld_na(const double2* p) { double2 v; asm("ld.global.nc.L1::no_allocate.v2.f64 {%0, %1}, [%2];" : "=d"(v.x), "=d"(v.y) : "l"(p)); return v; }
+}
 namespace fmv {
 
 // i * a
@@ -412,7 +419,7 @@ template <int M, typename T> FMV_DEV bool pairs_aligned(const T* x, int K) {
 // staging buffer in shared memory.
 template <bool GLOBAL, typename T> FMV_DEV T load_sample(const T* p) {
     if constexpr (GLOBAL)
-        return FMV_LDCG(p);
+        return ld_na(p);
     else
         return *p;
 }
@@ -489,7 +496,7 @@ FMV_DEV void first_pass_from_spectrum(const TI* __restrict__ Yb, const C* __rest
         const TI* Ys = Yb + it.sl;
         C v[R];
 #pragma unroll
-        for (int r = 0; r < R; ++r) v[r] = valid ? ccast<C>(FMV_LDCG(Ys + (index_t)(jl + r * nb) * B)) : czero<C>();
+        for (int r = 0; r < R; ++r) v[r] = valid ? ccast<C>(ld_na(Ys + (index_t)(jl + r * nb) * B)) : czero<C>();
         if (jl == 0) v[0].y = 0;
         if (jl == nb) v[R - 1].y = 0;
         const C wj = FMV_LDG(twl + it.j);  // W^f = W^j W^(r nb): the second factor is the same for all lanes
