@@ -54,11 +54,6 @@
 
 using fmv::index_t;
 
-
-namespace fmv {
-FMV_DEV float2 ld_tw(const float2* p) { float2 v; asm("ld.global.nc.L1::evict_last.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "l"(p)); return v; }
-FMV_DEV double2 ld_tw(const double2* p) { double2 v; asm("ld.global.nc.L1::evict_last.v2.f64 {%0, %1}, [%2];" : "=d"(v.x), "=d"(v.y) : "l"(p)); return v; }
-}
 namespace fmv {
 
 // i * a
@@ -269,8 +264,8 @@ template <int R, int NS, typename C> FMV_DEV Twiddles<C> load_twiddles(const C* 
     if constexpr (NS > 1 && R > 1) {
         constexpr int H = (R + 1) / 2;
         const C* tw = twp + (NS - 1) + k;
-        t.w1 = ld_tw(tw);
-        if constexpr (H > 1) t.wH = ld_tw(tw + (H - 1) * NS);
+        t.w1 = FMV_LDG(tw);
+        if constexpr (H > 1) t.wH = FMV_LDG(tw + (H - 1) * NS);
     }
     return t;
 }
@@ -413,11 +408,11 @@ template <int M, typename T> FMV_DEV bool pairs_aligned(const T* x, int K) {
     return M % 2 == 0 && K == 1 && reinterpret_cast<unsigned long long>(x) % (2 * sizeof(T)) == 0;
 }
 
-// A sample of x: from global memory past the L1 (GLOBAL), else from the
-// staging buffer in shared memory.
+// A sample of x: from global memory through the read-only path (GLOBAL),
+// else from the staging buffer in shared memory.
 template <bool GLOBAL, typename T> FMV_DEV T load_sample(const T* p) {
     if constexpr (GLOBAL)
-        return FMV_LDCG(p);
+        return FMV_LDG(p);
     else
         return *p;
 }
@@ -494,18 +489,18 @@ FMV_DEV void first_pass_from_spectrum(const TI* __restrict__ Yb, const C* __rest
         const TI* Ys = Yb + it.sl;
         C v[R];
 #pragma unroll
-        for (int r = 0; r < R; ++r) v[r] = valid ? ccast<C>(FMV_LDCG(Ys + (index_t)(jl + r * nb) * B)) : czero<C>();
+        for (int r = 0; r < R; ++r) v[r] = valid ? cload<C>(Ys + (index_t)(jl + r * nb) * B) : czero<C>();
         if (jl == 0) v[0].y = 0;
         if (jl == nb) v[R - 1].y = 0;
-        const C wj = ld_tw(twl + it.j);  // W^f = W^j W^(r nb): the second factor is the same for all lanes
+        const C wj = FMV_LDG(twl + it.j);  // W^f = W^j W^(r nb): the second factor is the same for all lanes
         // z[f] needs Y[M - f], f = j + r nb: the partner's value R - 1 - r.  Values r and R - 1 - r go
         // together, so that z replaces Y in place.
 #pragma unroll
         for (int r = 0; r <= (R - 1) / 2; ++r) {
             const int q = R - 1 - r;
             const C theirs_q = cshfl_xor(v[q], S), theirs_r = cshfl_xor(v[r], S);
-            const C zr = complex_sample(v[r], theirs_q, cmul(wj, ld_tw(twl + r * nb)));
-            if (q != r) v[q] = complex_sample(v[q], theirs_r, cmul(wj, ld_tw(twl + q * nb)));
+            const C zr = complex_sample(v[r], theirs_q, cmul(wj, FMV_LDG(twl + r * nb)));
+            if (q != r) v[q] = complex_sample(v[q], theirs_r, cmul(wj, FMV_LDG(twl + q * nb)));
             v[r] = zr;
         }
         twiddle_dft<R, 1, 1>(v, (const C*)nullptr, 0);
@@ -624,8 +619,8 @@ template <int M, int S, int LOGS, int NT, int IP, typename C, typename TO> struc
         // W^f and W^(M - f) of an item are loaded one item ahead, the first before the barrier
         C wf = czero<C>(), wmf = czero<C>();
         if ((int)threadIdx.x < items) {
-            wf = ld_tw(twl + (threadIdx.x >> LOGS));
-            wmf = ld_tw(twl + M - (threadIdx.x >> LOGS));
+            wf = FMV_LDG(twl + (threadIdx.x >> LOGS));
+            wmf = FMV_LDG(twl + M - (threadIdx.x >> LOGS));
         }
         if constexpr (R > 1) {  // (not the radix-1 pass of a one-radix transform)
             __syncthreads();
@@ -637,8 +632,8 @@ template <int M, int S, int LOGS, int NT, int IP, typename C, typename TO> struc
             const int f = e >> LOGS, sl = e & (S - 1), fn = (e + NT) >> LOGS;
             C wfn = wf, wmfn = wmf;
             if (items > NT && e + NT < items) {
-                wfn = ld_tw(twl + fn);
-                wmfn = ld_tw(twl + M - fn);
+                wfn = FMV_LDG(twl + fn);
+                wmfn = FMV_LDG(twl + M - fn);
             }
             if (sl < ns) {
                 const C zf = Z[sl * ld + f], zmf = Z[sl * ld + (f == 0 ? 0 : M - f)];

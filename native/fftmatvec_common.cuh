@@ -18,15 +18,11 @@
 #define FMV_SHFL_XOR(v, m, w) __shfl_xor((v), (m), (w))
 #define FMV_LDG(p) (*(p))
 #define FMV_LDCS(p) (*(p))
-#define FMV_LDCG(p) (*(p))
 #else
 #define FMV_SHFL_XOR(v, m, w) __shfl_xor_sync(0xffffffffu, (v), (m), (w))
 #define FMV_LDG(p) __ldg(p)
 // streaming (evict-first) loads for data read exactly once (Fhat)
 #define FMV_LDCS(p) __ldcs(p)
-// loads of data read once beside data read again (the transforms' samples and spectra beside their twiddles):
-// through the L2 only, so that they take no room in the L1
-#define FMV_LDCG(p) __ldcg(p)
 #endif
 
 #define FMV_DEV __device__ __forceinline__
