@@ -376,7 +376,11 @@ def main(argv=None) -> int:
         big size's complex128 transforms and complex64 forward transform of 16
         right-hand sides (``big16``), its complex128 transforms of 2, 4 and 8
         (``bigK``), and its complex128 inverse of 8, 12 and 16 with 4 or 8
-        series a block, 512 or 1024 threads, in one buffer (``bigKwide``)."""
+        series a block, 512 or 1024 threads, in one buffer (``bigKwide``).
+        Each series count also runs with the fewest threads that take a pass's
+        butterflies at once (a multiple of 32), whose kernels get more
+        registers; every row gives the kernel's registers and the bytes of
+        local memory a thread spills to (``regs``, ``local_bytes``)."""
         import fftmatvec.backend.gpu as gpu_module
 
         F64, F32 = np.float64, np.float32
@@ -413,7 +417,8 @@ def main(argv=None) -> int:
                 radix_sets = [tuple(own[5])] + ([(8, 5, 5, 5), (5, 5, 5, 8)] if other_radices else [])
                 for radices in radix_sets:
                     for S in Ss:
-                        for threads in threads_list:
+                        fit = 32 * -(-max(S * (nt // r) for r in radices) // 32)
+                        for threads in sorted(set(threads_list) | ({fit} if fit <= 1024 else set())):
                             for in_place in places:
                                 if in_place and not gpu_module.fused_in_place(nt, S, threads, list(radices)):
                                     continue
@@ -438,7 +443,12 @@ def main(argv=None) -> int:
                         run()
                         err = float(cp.abs((y if inverse else xh) - ref).max() / cp.abs(ref).max())
                         t = sum(kernel_times(run).values())
-                        emit(**rec, us=round(t, 2), ideal_us=round(ideal * 1e6, 2), err=err)
+                        src, dst = (xh, y) if inverse else (x, xh)
+                        staged = not inverse and K == 1 and 2 * x.dtype.itemsize > ctype.itemsize  # (as the engine)
+                        attrs = be._fft_kernel(which, src, dst, ctype, S, threads, in_place, staged, nt,
+                                               list(radices)).attributes
+                        emit(**rec, us=round(t, 2), ideal_us=round(ideal * 1e6, 2), err=err,
+                             regs=attrs["num_regs"], local_bytes=attrs["local_size_bytes"])
                     except Exception as exc:
                         emit(**rec, error=str(exc)[:200])
                     finally:

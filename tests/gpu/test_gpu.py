@@ -1179,9 +1179,9 @@ def test_fused_transforms_in_place(gpu, nt):
     of Nt = 1 and 10; Nt = 1000 with 256 threads), in two otherwise (Nt = 500:
     400 butterflies of radix 5 for 256 threads; 32 threads at Nt = 500 and
     1000).  With K = 8 and 16 at Nt = 1000 a forward block takes twice the
-    series (4) in one buffer and 512 threads, an inverse block four times (8)
-    and 1024 threads.  Both against NumPy, forward and inverse, K = 1, 8 and
-    16."""
+    series (4) in one buffer and the 416 threads of a pass's butterflies, an
+    inverse block four times (8) and 1024 threads.  Both against NumPy,
+    forward and inverse, K = 1, 8 and 16."""
     rng = np.random.default_rng()
     saved = gpu.sm_count, gpu.fused_threads
     try:
@@ -1195,7 +1195,7 @@ def test_fused_transforms_in_place(gpu, nt):
                 if threads is None and nt == 1000:
                     S_of, threads_of = gpu._fused_config(nt, np.dtype(np.complex128), n * K, K)[:2]
                     assert ((S_of["rfft_pad"], threads_of["rfft_pad"], S_of["irfft_unpad"], threads_of["irfft_unpad"])
-                            == ((4, 512, 8, 1024) if K > 1 else (2, 256, 2, 256))), (S_of, threads_of)
+                            == ((4, 416, 8, 1024) if K > 1 else (2, 224, 2, 256))), (S_of, threads_of)
                 x = rng.standard_normal((n, nt, K))
                 out = cupy.full((nt + 1, n, K), np.nan, np.complex128)
                 gpu.pad_rfft(cupy.asarray(x), out)
@@ -1207,6 +1207,33 @@ def test_fused_transforms_in_place(gpu, nt):
                 assert rel_err(y.get(), yref) < 1e-12
     finally:
         gpu.sm_count, gpu.fused_threads = saved
+        gpu._fused.clear()
+
+
+@pytest.mark.parametrize("nt", [21, 1000])
+def test_pad_rfft_in_place_takes_pass_threads(gpu, nt):
+    """The complex128 forward in one buffer runs with the fewest threads that
+    do a pass at once (pass_threads: 64 for Nt = 21 where the rule of the
+    other transforms gives 96, 128 against 192, 224 and 416 at Nt = 1000),
+    not a power of two: against NumPy, K = 1, 3 and 16, a partial last
+    block."""
+    from fftmatvec.backend.gpu import pass_threads
+
+    rng = np.random.default_rng()
+    saved = gpu.sm_count
+    try:
+        gpu.sm_count = 1  # one multiprocessor: many waves of blocks
+        for n, K in ((203, 1), (37, 3), (41, 16)):
+            gpu._fused.clear()
+            S_of, threads_of, _, _, _, radices, in_place = gpu._fused_config(nt, np.dtype(np.complex128), n * K, K)
+            assert in_place["rfft_pad"], (n, K)
+            assert threads_of["rfft_pad"] == pass_threads(nt, S_of["rfft_pad"], list(radices)), (n, K, threads_of)
+            x = rng.standard_normal((n, nt, K))
+            out = cupy.full((nt + 1, n, K), np.nan, np.complex128)
+            gpu.pad_rfft(cupy.asarray(x), out)
+            assert rel_err(out.get(), np.fft.rfft(x, n=2 * nt, axis=1).transpose(1, 0, 2)) < 1e-13, (n, K)
+    finally:
+        gpu.sm_count = saved
         gpu._fused.clear()
 
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from fftmatvec.backend.gpu import fft_radices, fused_row_stride, pass_twiddles
+from fftmatvec.backend.gpu import fft_radices, fused_in_place, fused_row_stride, pass_threads, pass_twiddles
 
 
 @pytest.mark.parametrize("M", [1, 10, 21, 100, 500, 1000, 1024])
@@ -31,3 +31,17 @@ def test_radices_multiply_to_length(M):
     assert int(np.prod(radices)) == M and all(r in (2, 3, 4, 5, 7, 8, 10) for r in radices)
     # twiddle table: the passes' R - 1 rows of NS entries each, M - 1 in all (one unused entry for M = 1)
     assert len(pass_twiddles(radices)) == max(M - 1, 1)
+
+
+@pytest.mark.parametrize("M", [1, 7, 10, 21, 98, 500, 1000, 1024])
+@pytest.mark.parametrize("S", [1, 2, 4, 8, 16])
+def test_pass_threads_are_the_fewest_that_do_a_pass_at_once(M, S):
+    """pass_threads: a multiple of 32 with which every pass runs in one
+    buffer, and 32 fewer would not do (the forward at Nt = 1000: 224 threads
+    for two series, 416 for four)."""
+    radices = fft_radices(M)
+    threads = pass_threads(M, S, radices)
+    assert threads % 32 == 0 and fused_in_place(M, S, threads, radices)
+    assert threads == 32 or not fused_in_place(M, S, threads - 32, radices)
+    if M == 1000:
+        assert threads == {1: 128, 2: 224, 4: 416, 8: 800, 16: 1600}[S]

@@ -178,6 +178,13 @@ def fused_in_place(M: int, S: int, threads: int, radices: list[int]) -> bool:
     return all(S * (M // R) <= threads for R in radices)
 
 
+def pass_threads(M: int, S: int, radices: list[int]) -> int:
+    """The fewest threads, a multiple of 32, that take every pass's
+    butterflies over ``S`` series of a fused transform of length ``2 M`` at
+    once (one butterfly a thread, as :func:`fused_in_place` asks)."""
+    return 32 * -(-max([S * (M // R) for R in radices] + [S]) // 32)
+
+
 def _allow_shared_memory(fn: Any, smem: int) -> None:
     """Let kernel ``fn`` take ``smem`` bytes of dynamic shared memory.  A
     kernel must opt in where its static and dynamic shared memory together
@@ -1119,6 +1126,14 @@ class GPUBackend(Backend):
                                   and fused_in_place(M, S_of[name], n, radices)) for name, n in threads_of.items()}
             smem_of = {name: (1 if in_place else 2) * S_of[name] * fused_row_stride(M, S_of[name], ctype.itemsize)
                        * ctype.itemsize for name, in_place in in_place_of.items()}
+            if in_place_of["rfft_pad"] and self.fused_threads is None:
+                # the complex128 forward in one buffer takes the fewest threads that do a pass at once: its register
+                # budget (native/fft.cu: blocks_of<1024, NT>) then holds a radix-10 butterfly with no spills.
+                # 5000 x 16 series 731.9 against 766.5 us (416 threads, 70 registers, against 512, 64 registers
+                # and 32 bytes spilled a thread), 5000 series 46.5 against 50.0 (224 against 256 threads);
+                # K = 2, 4 and 8 faster too (benchmarks/results/h200-probe-fftsweep-regs-{big,big16,bigK}-stop49.jsonl).
+                # Not the inverse: its spills cost less than fewer threads (the same files)
+                threads_of["rfft_pad"] = pass_threads(M, S_of["rfft_pad"], radices)
             cfg = (S_of, threads_of, smem_of, twp, twl, tuple(radices), in_place_of)
         self._fused[key] = cfg
         return cfg
