@@ -1090,8 +1090,8 @@ class GPUBackend(Backend):
                 S *= 2
             # complex128 with K >= 4 over many waves of blocks: a block's series read and write their samples in
             # runs of min(S, K) values, so twice the series in one buffer (the shared memory of two buffers of S)
-            # and 512 threads for the forward: 5000 x 16 series 792 against 942 us with S = 2 and 256 threads
-            # (benchmarks/results/h200-probe-fftsweep-stop28.jsonl)
+            # and 512 threads for the forward (fewer since stop 49, below): 5000 x 16 series 792 against 942 us
+            # with S = 2 and 256 threads (benchmarks/results/h200-probe-fftsweep-stop28.jsonl)
             wide = (ctype.itemsize == 16 and K >= 4 and self.fused_threads is None and 2 * S <= 16
                     and -(-B // (2 * S)) >= 4 * self.sm_count and fused_in_place(M, 2 * S, 512, radices))
             S *= 2 if wide else 1
@@ -1104,11 +1104,11 @@ class GPUBackend(Backend):
                 # way: 909.2 against 791.7 us with K = 16, h200-probe-fftsweep-wide-stop28.jsonl)
                 inverse_threads, inverse_S = 1024, 2 * S
             elif self.fused_threads is None and ctype.itemsize == 16 and not wide:
-                # complex128: rfft_pad over many waves of blocks takes 256 threads, so that three blocks share a
-                # multiprocessor (two of 512 by registers): 62 us against 65 us with 512 at the big size, while
-                # the middle size's 250 blocks keep 512 (6.5 against 7.1 us); irfft_unpad always takes 256, the
-                # block size its register budget is set for (native/fft.cu): 70 against 86 us and 6.3 against
-                # 8.0 us (benchmarks/results/h200-fft-pairs-ab.jsonl)
+                # complex128: rfft_pad over many waves of blocks takes 256 threads (fewer in one buffer, below), so
+                # that three blocks share a multiprocessor (two of 512 by registers): 62 us against 65 us with 512
+                # at the big size, while the middle size's 250 blocks keep 512 (6.5 against 7.1 us); irfft_unpad
+                # always takes 256, the block size its register budget is set for (native/fft.cu): 70 against 86 us
+                # and 6.3 against 8.0 us (benchmarks/results/h200-fft-pairs-ab.jsonl)
                 inverse_threads = min(threads, 256)
                 if -(-B // S) >= 4 * self.sm_count:
                     threads = inverse_threads
@@ -1131,8 +1131,8 @@ class GPUBackend(Backend):
                 # budget (native/fft.cu: blocks_of<1024, NT>) then holds a radix-10 butterfly with no spills.
                 # 5000 x 16 series 731.9 against 766.5 us (416 threads, 70 registers, against 512, 64 registers
                 # and 32 bytes spilled a thread), 5000 series 46.5 against 50.0 (224 against 256 threads);
-                # K = 2, 4 and 8 faster too (benchmarks/results/h200-probe-fftsweep-regs-{big,big16,bigK}-stop49.jsonl).
-                # Not the inverse: its spills cost less than fewer threads (the same files)
+                # K = 2, 4 and 8 faster too (benchmarks/results/h200-probe-fftsweep-regs-{big,big16,bigK}-stop49
+                # .jsonl).  Not the inverse: its spills cost less than fewer threads (the same files)
                 threads_of["rfft_pad"] = pass_threads(M, S_of["rfft_pad"], radices)
             cfg = (S_of, threads_of, smem_of, twp, twl, tuple(radices), in_place_of)
         self._fused[key] = cfg
