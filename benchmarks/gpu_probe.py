@@ -417,7 +417,7 @@ def main(argv=None) -> int:
                 radix_sets = [tuple(own[5])] + ([(8, 5, 5, 5), (5, 5, 5, 8)] if other_radices else [])
                 for radices in radix_sets:
                     for S in Ss:
-                        fit = 32 * -(-max(S * (nt // r) for r in radices) // 32)
+                        fit = gpu_module.pass_threads(nt, S, list(radices))
                         for threads in sorted(set(threads_list) | ({fit} if fit <= 1024 else set())):
                             for in_place in places:
                                 if in_place and not gpu_module.fused_in_place(nt, S, threads, list(radices)):
