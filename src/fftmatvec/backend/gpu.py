@@ -615,7 +615,6 @@ class GPUBackend(Backend):
         # the one-vector adjoint with tiled spectra in this many groups of columns, the inverse of each group on a
         # stream of higher priority while the next group's product runs (sbgemv_irfft_unpad)
         self.adj_groups = int(os.environ.get("FFTMATVEC_ADJ_GROUPS", 1))
-        self.adj_group_mode = 0  # 0: as above; 1: the inverses' stream at normal priority; 2, 3: one stream
         self._capture_stream = None
         self._copy_stream = None  # finite_check's reads
         self._inverse_stream = None  # the grouped adjoint's inverses, at the device's highest stream priority:
@@ -1237,27 +1236,14 @@ class GPUBackend(Backend):
         # a group's spectra are one run of y_hat (tiles of whole groups), its samples one of out
         spectra, nf = y_hat.reshape(-1), Fhat.shape[0]
         main, side = self._cupy.cuda.get_current_stream(), self._inverse_stream_get()
-
-        def inverse(c0, c1):
-            self._fused_transform("irfft_unpad", spectra[c0 * nf:c1 * nf], out[c0:c1], ctype, c1 - c0, 1,
-                                  nt, scale, tiled=True, config_series=n)
-
-        if self.adj_group_mode >= 2:  # diagnostics: one stream, the inverses after each group (2) or after all (3)
-            for c0, c1 in groups:
-                self._sbgemv(Fhat, x_hat, y_hat, True, tile, (c0, c1))
-                if self.adj_group_mode == 2:
-                    inverse(c0, c1)
-            if self.adj_group_mode == 3:
-                for c0, c1 in groups:
-                    inverse(c0, c1)
-            return
         for i, (c0, c1) in enumerate(groups):
             self._sbgemv(Fhat, x_hat, y_hat, True, tile, (c0, c1))
             side.wait_event(self._join(i, main))
             with side:
-                self._inverse_priority = self._highest_priority if self.adj_group_mode == 0 else None
+                self._inverse_priority = self._highest_priority
                 try:
-                    inverse(c0, c1)
+                    self._fused_transform("irfft_unpad", spectra[c0 * nf:c1 * nf], out[c0:c1], ctype, c1 - c0, 1,
+                                          nt, scale, tiled=True, config_series=n)
                 finally:
                     self._inverse_priority = None
         main.wait_event(self._join(len(groups), side))
