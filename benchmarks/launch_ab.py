@@ -117,9 +117,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("-N", type=int, default=200)
     ap.add_argument("--big", action="store_true", help="the big size's one-vector rows too")
+    ap.add_argument("--rows", default=",".join(f"{c}{'-adj' if a else ''}" for c, a in ROWS),
+                    help="the rows to time, e.g. ddddd-adj,ddssd-adj (CODE for F m, CODE-adj for F^T d)")
     ap.add_argument("--source", default="sbgemv.cu", help="the file of native/ that @REV variants take")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
+    rows = [(r.removesuffix("-adj"), r.endswith("-adj")) for r in args.rows.split(",")]
     backends = {v: backend(v) for v in args.variants.split(",")}
     select_rev = use_revisions(args.source, sorted({v.partition("@")[2] for v in backends} - {""}))
     targets = {"now": []}
@@ -151,7 +154,7 @@ def main() -> None:
 
         for Nm, Nd, Nt in [MID] + ([BIG] if args.big else []):
             f = random_slab(7, Nd, Nm, Nt, (0, Nd), (0, Nm))
-            for code, adjoint in ROWS:
+            for code, adjoint in rows:
                 run_row(f, code, adjoint, backends, args.rounds, args.N, emit, select, registers)
 
 
