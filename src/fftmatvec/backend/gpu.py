@@ -1147,7 +1147,22 @@ class GPUBackend(Backend):
         cfg = self._fused_config(M, np.dtype(ctype), B, K)
         if cfg is None or B == 0:
             return cfg is not None
-        S_of, threads_of, smem_of, twp, twl, radices, in_place_of = cfg
+        _, threads_of, _, twp, twl, _, _ = cfg
+        fn, blocks, smem = self._fused_kernel(which, src, dst, ctype, B, K, M, cfg)
+        _allow_shared_memory(fn, smem)
+        args = [src, dst, twp, twl, np.int32(B), np.int32(K)]
+        if which == "rfft_pad":  # its spectra kept in the L2 when they fit
+            args.append(np.int32(dst.nbytes <= self.rfft_keep_max_bytes))
+        else:
+            args += [_C2R[np.dtype(ctype)].type(scale), np.int32(tiled), np.int32(self.release_spectra)]
+        self._run_kernel(fn, (blocks,), (threads_of[which],), tuple(args), smem)
+        return True
+
+    def _fused_kernel(self, which: str, src: Array, dst: Array, ctype: np.dtype, B: int, K: int, M: int,
+                      cfg: tuple) -> tuple[Any, int, int]:
+        """The kernel :meth:`_fused_transform` launches for the set-up ``cfg``
+        (:meth:`_fused_config`'s), its blocks and its bytes of shared memory."""
+        S_of, threads_of, smem_of, _, _, radices, in_place_of = cfg
         S, threads, smem = S_of[which], threads_of[which], smem_of[which]
         groups = -(-B // S)
         # rfft_pad from samples wider than the transform's reals (float64 into complex64), K = 1: blocks loop over
@@ -1156,25 +1171,14 @@ class GPUBackend(Backend):
         # are more groups than blocks: one wave has nothing to overlap the staging with (the middle size's 1000
         # series: 5.57 us staged against 5.39, benchmarks/results/h200-fft-ab-staged-forward-stop27.jsonl)
         staged_smem = -(-smem // 16) * 16 + S * M * src.dtype.itemsize
-        staged = (which == "rfft_pad" and K == 1 and 2 * src.dtype.itemsize > np.dtype(ctype).itemsize
-                  and staged_smem <= self.smem_limit)
-        fn = self._fft_kernel(which, src, dst, ctype, S, threads, in_place_of[which], staged, M, radices)
-        blocks = groups
-        if staged:
+        if (which == "rfft_pad" and K == 1 and 2 * src.dtype.itemsize > np.dtype(ctype).itemsize
+                and staged_smem <= self.smem_limit):
+            fn = self._fft_kernel(which, src, dst, ctype, S, threads, in_place_of[which], True, M, radices)
             blocks = min(groups, self.sm_count * self._resident_blocks(fn, threads, staged_smem),
                          self.fused_max_blocks or groups)
-            if blocks == groups:
-                staged = False
-                fn = self._fft_kernel(which, src, dst, ctype, S, threads, in_place_of[which], False, M, radices)
-        smem = staged_smem if staged else smem
-        _allow_shared_memory(fn, smem)
-        args = [src, dst, twp, twl, np.int32(B), np.int32(K)]
-        if which == "rfft_pad":  # its spectra kept in the L2 when they fit
-            args.append(np.int32(dst.nbytes <= self.rfft_keep_max_bytes))
-        else:
-            args += [_C2R[np.dtype(ctype)].type(scale), np.int32(tiled), np.int32(self.release_spectra)]
-        self._run_kernel(fn, (blocks,), (threads,), tuple(args), smem)
-        return True
+            if blocks < groups:
+                return fn, blocks, staged_smem
+        return self._fft_kernel(which, src, dst, ctype, S, threads, in_place_of[which], False, M, radices), groups, smem
 
     @staticmethod
     def _fft_kernel(which: str, src: Array, dst: Array, ctype: np.dtype, S: int, threads: int, in_place: bool,
