@@ -4,7 +4,8 @@
 # Logs go to $OUT (or /tmp/fftmatvec-out).  Needs the reference fixture copied
 # to .fixtures/fftmatvec-reference (git-ignored) for the fixture test.
 # Steps with MPI need pytest-mpi: carry it as a wheel in .whl/ and run the
-# `wheels` step first.
+# `wheels` step first.  With pytest-xdist and execnet there too, `tests-all`
+# runs in several processes.
 set -u
 M="mpiexec --allow-run-as-root --oversubscribe"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
@@ -21,8 +22,9 @@ for step in "$@"; do
         > "$OUT/tests.log" 2>&1
       echo "pytest rc=$?"; grep -E "passed|failed|error" "$OUT/tests.log" | tail -3
       grep -E "^(FAILED|ERROR)|Error|assert" "$OUT/tests.log" | head -30 ;;
-    tests-all)
-      timeout ${TESTS_TIMEOUT:-480} python3 -m pytest -q -p no:cacheprovider -rfE --timeout=120 tests/gpu \
+    tests-all)  # in TEST_WORKERS processes (default 8) where pytest-xdist is there: they compile the kernels at once
+      workers=$(python3 -c "import xdist" 2> /dev/null && echo "-n ${TEST_WORKERS:-8}")
+      timeout ${TESTS_TIMEOUT:-480} python3 -m pytest -q -p no:cacheprovider -rfE --timeout=120 $workers tests/gpu \
         tests/unit/test_native_compile.py tests/unit/test_reduce_chunks.py > "$OUT/tests.log" 2>&1
       echo "pytest rc=$?"; tail -3 "$OUT/tests.log"; grep -E "^(FAILED|ERROR)" "$OUT/tests.log" | head -30 ;;
     wheels)
