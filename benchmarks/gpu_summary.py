@@ -156,47 +156,74 @@ def _bold(text, met):
     return f"**{text}**" if met else text
 
 
-def targets(paths, time_key="time_s"):
-    """One Markdown row per table run (a file of benchmarks/gpu_bench_targets.sh) against the GPU issue's
-    targets: waited-for time over the floor (back to back in brackets) of the four one-vector products at
-    the big and middle sizes, the mixed codes' time over ddddd's, the speed-up over naive at the big size,
-    the fixture's F m, and K = 16's time per vector as a fraction of one vector's; a target met is in bold.
-    ``time_key`` is the waited-for time taken: ``time_s`` (``matvec``/``rmatvec``) or ``prepared_s``
-    (``BTTOperator.prepare``; "-" in runs that did not time it)."""
+_PRODUCTS = ("`ddddd` `F m`", "`ddddd` `F^T d`", "`dssdd` `F m`", "`ddssd` `F^T d`")
+
+
+def run_targets(rows: dict, time_key: str = "time_s") -> list[tuple[str, float | None, bool, str]]:
+    """The GPU issue's targets for one table run (``_run_rows``): ``(target, value, met, cell)`` each, value
+    None where the run lacks the row.  One-vector products: waited-for time over the floor (the cell adds
+    back to back in brackets); the mixed codes' time over ddddd's; the speed-up over naive at the big size
+    (its lowest; the cell gives the range); the fixture's F m in us; K = 16's time per vector as a fraction
+    1/n of one vector's (value n).  ``time_key``: ``time_s`` (``matvec``/``rmatvec``) or ``prepared_s``
+    (``BTTOperator.prepare``)."""
     def waited(r):
         return None if r is None or r.get(time_key) is None else r[time_key]
 
-    def cells(rows, size, limit):
-        out = []
-        for code, adjoint in _ONE_VECTOR:
+    out = []
+    for size, name, limit in ((_BIG, "big", 1.05), (_MID, "middle", 1.3)):
+        for (code, adjoint), product in zip(_ONE_VECTOR, _PRODUCTS):
             r = rows.get((size, code, adjoint, 1))
             t = waited(r)
-            out.append("-" if t is None else _bold(f"{t / r['floor_s']:.3f} ({r['back_to_back_s'] / r['floor_s']:.3f})",
-                                                   t / r["floor_s"] <= limit))
-        return ", ".join(out)
+            x = None if t is None else t / r["floor_s"]
+            cell = "-" if x is None else f"{x:.3f} ({r['back_to_back_s'] / r['floor_s']:.3f})"
+            out.append((f"{name} {product}", x, x is not None and x <= limit, cell))
+    one = {(code, adjoint): rows.get((_BIG, code, adjoint, 1)) for code, adjoint in _ONE_VECTOR}
+    for a, b, what in ((one[("dssdd", False)], one[("ddddd", False)], "`dssdd` / `ddddd`"),
+                       (one[("ddssd", True)], one[("ddddd", True)], "`ddssd` / `ddddd`")):
+        q = None if waited(a) is None or waited(b) is None else waited(a) / waited(b)
+        out.append((f"mixed {what}", q, q is not None and q <= 0.55, "-" if q is None else f"{q:.3f}"))
+    speedups = [r["naive_time_s"] / waited(r) for r in one.values() if waited(r) is not None and "naive_time_s" in r]
+    low = min(speedups) if speedups else None
+    out.append(("naive / ours", low, low is not None and low > 1,
+                f"{min(speedups):.2f}-{max(speedups):.2f}x" if speedups else "-"))
+    t = waited(rows.get((_FIXTURE, "ddddd", False, 1)))
+    us = None if t is None else t * 1e6
+    out.append(("fixture `F m` (us)", us, us is not None and us <= 20, "-" if us is None else f"{us:.1f}"))
+    for code in ("ddddd", "dssdd"):
+        many, single = waited(rows.get((_BIG, code, False, 16))), waited(one[(code, False)])
+        n = None if many is None or single is None else single / (many / 16)
+        out.append((f"`K = 16` `{code}` (1/n)", n, n is not None and n >= 12, "-" if n is None else f"1/{n:.1f}"))
+    return out
 
+
+def targets(paths, time_key="time_s"):
+    """One Markdown row per table run (a file of benchmarks/gpu_bench_targets.sh) against the GPU issue's
+    targets (:func:`run_targets`); a target met is in bold (but for the speed-up over naive, given as a range)."""
     print("| run | big: `ddddd` `F m`, `F^T d`, `dssdd`, `ddssd` x floor (back to back) | mixed / `ddddd` "
           "| naive / ours | middle, the same | fixture `F m` (us) | `K = 16`: `ddddd`, `dssdd` |")
     print("|---|---|---|---|---|---|---|")
     for path in paths:
-        rows = _run_rows(path)
-        one = {(code, adjoint): rows.get((_BIG, code, adjoint, 1)) for code, adjoint in _ONE_VECTOR}
-        mixed = []
-        for a, b in ((one[("dssdd", False)], one[("ddddd", False)]), (one[("ddssd", True)], one[("ddddd", True)])):
-            q = None if waited(a) is None or waited(b) is None else waited(a) / waited(b)
-            mixed.append("-" if q is None else _bold(f"{q:.3f}", q <= 0.55))
-        speedups = [r["naive_time_s"] / waited(r) for r in one.values()
-                    if waited(r) is not None and "naive_time_s" in r]
-        naive = f"{min(speedups):.2f}-{max(speedups):.2f}x" if speedups else "-"
-        t = waited(rows.get((_FIXTURE, "ddddd", False, 1)))
-        fixture_cell = "-" if t is None else _bold(f"{t * 1e6:.1f}", t * 1e6 <= 20)
-        k16 = []
-        for code in ("ddddd", "dssdd"):
-            many, single = waited(rows.get((_BIG, code, False, 16))), waited(one[(code, False)])
-            n = None if many is None or single is None else single / (many / 16)
-            k16.append("-" if n is None else _bold(f"1/{n:.1f}", n >= 12))
-        print(f"| `{Path(path).name}` | {cells(rows, _BIG, 1.05)} | {', '.join(mixed)} | {naive} | "
-              f"{cells(rows, _MID, 1.3)} | {fixture_cell} | {', '.join(k16)} |")
+        run = run_targets(_run_rows(path), time_key)
+        cells = [_bold(cell, met) for _, _, met, cell in run]
+        big, mid, mixed, naive, fixture, k16 = cells[0:4], cells[4:8], cells[8:10], run[10][3], cells[11], cells[12:]
+        print(f"| `{Path(path).name}` | {', '.join(big)} | {', '.join(mixed)} | {naive} | {', '.join(mid)} | "
+              f"{fixture} | {', '.join(k16)} |")
+
+
+def tally(paths, time_key="time_s"):
+    """Per target, in how many of the table runs ``paths`` it was met, and the range of its value
+    (:func:`run_targets`): a Markdown table."""
+    per = {}
+    for path in paths:
+        for target, value, met, _ in run_targets(_run_rows(path), time_key):
+            per.setdefault(target, []).append((value, met))
+    print(f"| target | runs that met it (of {len(paths)}) | lowest | highest |")
+    print("|---|---|---|---|")
+    for target, results in per.items():
+        values = [v for v, _ in results if v is not None]
+        low, high = (f"{min(values):.3f}", f"{max(values):.3f}") if values else ("-", "-")
+        print(f"| {target} | {sum(met for _, met in results)} | {low} | {high} |")
+
 
 if __name__ == "__main__":
     if sys.argv[1] == "--markdown":
@@ -205,6 +232,10 @@ if __name__ == "__main__":
         targets(sys.argv[2:])
     elif sys.argv[1] == "--targets-prepared":
         targets(sys.argv[2:], "prepared_s")
+    elif sys.argv[1] == "--tally":
+        tally(sys.argv[2:])
+    elif sys.argv[1] == "--tally-prepared":
+        tally(sys.argv[2:], "prepared_s")
     else:
         for p in sys.argv[1:]:
             main(p)

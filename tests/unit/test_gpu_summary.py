@@ -87,3 +87,30 @@ def test_targets_of_prepared_products(tmp_path, capsys):
     assert cells[4] == "-, -, -, **1.290 (1.215)**"
     assert cells[5] == "**11.0**"
     assert [c.strip() for c in old_row.strip("|").split("|")][1] == "-, -, -, -"
+
+
+def test_tally_counts_the_runs_that_met_each_target(tmp_path, capsys):
+    """Per target, the runs that met it and the range of its value over the
+    runs that have it; a target no run has shows "-"."""
+    big, mid = (5000, 100, 1000), (1000, 50, 500)
+    first = [_bench(*big, "ddddd", False, 1, 1.04e-3, 1e-3, prepared_s=1.0e-3),
+             _bench(*mid, "ddssd", True, 1, 1.31e-4, 1e-4, prepared_s=1.2e-4)]
+    second = [_bench(*big, "ddddd", False, 1, 1.06e-3, 1e-3, prepared_s=1.01e-3),
+              _bench(*mid, "ddssd", True, 1, 1.29e-4, 1e-4, prepared_s=1.25e-4),
+              _bench(*big, "ddddd", False, 16, 16e-3 / 11, 1e-3)]
+    paths = []
+    for name, runs in (("a.jsonl", first), ("b.jsonl", second)):
+        paths.append(tmp_path / name)
+        paths[-1].write_text("".join(json.dumps(r) + "\n" for r in runs))
+    _summary().tally([str(p) for p in paths])
+    rows = {c[0]: c[1:] for c in ([x.strip() for x in line.strip("|").split("|")]
+                                  for line in capsys.readouterr().out.splitlines()[2:])}
+    assert rows["big `ddddd` `F m`"] == ["1", "1.040", "1.060"]
+    assert rows["middle `ddssd` `F^T d`"] == ["1", "1.290", "1.310"]
+    assert rows["big `dssdd` `F m`"] == ["0", "-", "-"]
+    assert rows["`K = 16` `ddddd` (1/n)"] == ["0", "11.660", "11.660"]  # 1.06 ms against 16 / 11 ms
+    _summary().tally([str(p) for p in paths], "prepared_s")
+    rows = {c[0]: c[1:] for c in ([x.strip() for x in line.strip("|").split("|")]
+                                  for line in capsys.readouterr().out.splitlines()[2:])}
+    assert rows["big `ddddd` `F m`"] == ["2", "1.000", "1.010"]
+    assert rows["middle `ddssd` `F^T d`"] == ["2", "1.200", "1.250"]
