@@ -289,43 +289,6 @@ def test_tiled_spectra_equal_frequency_major(rng, code, shape, flat, tiles, rele
     assert taken and True not in taken, taken
 
 
-@pytest.mark.parametrize("groups", [2, 3, 7])
-@pytest.mark.parametrize("code", ["ddddd", "ddssd"])
-@pytest.mark.parametrize("shape,flat", [((50, 1000, 500), None), ((9, 303, 40), False), ((23, 301, 50), None)],
-                         ids=["mid", "blocked-odd", "odd"])
-def test_grouped_adjoint_equals_one_group(rng, code, shape, flat, groups):
-    """The one-vector adjoint in groups of columns, the inverse of each on a
-    stream of its own (``adj_groups``), gives what one group gives: eagerly,
-    recorded (as a graph that keeps the inverses' priority) and replayed, on
-    a new input each call, with the spectra dropped from the L2 once read;
-    bit for bit where the product kernel's set-up does not depend on the
-    group's width (the balanced kernel), else within the code's rounding;
-    and the CPU backend's float64 adjoint within the code's tolerance."""
-    from fftmatvec.backend import launch
-
-    grouped, one = GPUBackend(), GPUBackend()
-    grouped.adj_groups = groups
-    for be in (grouped, one):
-        if flat is not None:
-            be.adj_flat = flat
-    nd, nm, nt = shape
-    f = rng.standard_normal(shape)
-    op_g, op_1 = (BTTOperator(f, adjoint_precision=code, device=be) for be in (grouped, one))
-    op_ref = BTTOperator(f, device=CPUBackend())
-    tol = 1e-12 if code == "ddddd" else 1e-5
-    for call in range(4):  # eager, recorded, replayed, replayed
-        d = rng.standard_normal((nd, nt))
-        yg, y1 = op_g.rmatvec(cupy.asarray(d)), op_1.rmatvec(cupy.asarray(d))
-        if flat is None:
-            cupy.testing.assert_array_equal(yg, y1)
-        else:
-            cupy.testing.assert_allclose(yg, y1, rtol=0, atol=tol * float(abs(y1).max()))
-        assert rel_err(cupy.asnumpy(yg), op_ref.rmatvec(d)) <= code_tol(code, nm, nt)
-    assert len(grouped._joins) == groups + 1  # the groups' events and the join back
-    graphs = op_g.engine.workspace(True, op_g.adjoint_precision, 1).launch.graphs
-    assert graphs and all(isinstance(g, launch.PriorityGraph) for g in graphs.values()) == grouped.programmatic_launch
-
-
 @pytest.mark.parametrize("K", [1, 3])
 @pytest.mark.parametrize("code", ["ddddd", "dssdd", "ddssd", "sssss"])
 @pytest.mark.parametrize("shape", [(15, 289, 10), (13, 41, 100)], ids=["one-kernel", "staged"])

@@ -2,8 +2,7 @@
 import numpy as np
 import pytest
 
-from fftmatvec.backend.gpu import (column_groups, fft_radices, fused_in_place, fused_row_stride, pass_threads,
-                                   pass_twiddles)
+from fftmatvec.backend.gpu import fft_radices, fused_in_place, fused_row_stride, pass_threads, pass_twiddles
 
 
 @pytest.mark.parametrize("M", [1, 10, 21, 100, 500, 1000, 1024])
@@ -46,19 +45,3 @@ def test_pass_threads_are_the_fewest_that_do_a_pass_at_once(M, S):
     assert threads == 32 or not fused_in_place(M, S, threads - 32, radices)
     if M == 1000:
         assert threads == {1: 128, 2: 224, 4: 416, 8: 800, 16: 1600}[S]
-
-
-@pytest.mark.parametrize("n,tile,groups", [(5000, 4, 4), (1000, 4, 3), (301, 2, 8), (33, 8, 8), (7, 4, 1),
-                                           (5, 16, 4), (1, 1, 2), (4999, 4, 7)])
-def test_column_groups_cover_the_columns_in_whole_tiles(n, tile, groups):
-    """column_groups: ranges in order that cover [0, n) once, every cut a
-    multiple of the tile (the last range may end on a partial tile), at
-    most ``groups`` of them and as many as the tiles allow, their widths
-    within one tile of each other."""
-    ranges = column_groups(n, tile, groups)
-    assert ranges[0][0] == 0 and ranges[-1][1] == n
-    assert all(a < b for a, b in ranges) and all(b == c for (_, b), (c, _) in zip(ranges, ranges[1:]))
-    assert all(a % tile == 0 for a, _ in ranges)
-    assert len(ranges) == min(groups, -(-n // tile))
-    widths = [-(-(b - a) // tile) for a, b in ranges]
-    assert max(widths) - min(widths) <= 1

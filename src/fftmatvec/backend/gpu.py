@@ -178,15 +178,6 @@ def fused_in_place(M: int, S: int, threads: int, radices: list[int]) -> bool:
     return all(S * (M // R) <= threads for R in radices)
 
 
-def column_groups(n: int, tile: int, groups: int) -> list[tuple[int, int]]:
-    """``[0, n)`` cut into at most ``groups`` ranges ``(c0, c1)`` of about
-    equal width, each cut a multiple of ``tile``."""
-    tiles = -(-n // tile)
-    g = max(1, min(groups, tiles))
-    cuts = [min(n, tile * (tiles * i // g)) for i in range(g + 1)]
-    return list(zip(cuts, cuts[1:]))
-
-
 def pass_threads(M: int, S: int, radices: list[int]) -> int:
     """The fewest threads, a multiple of 32, that take every pass's
     butterflies over ``S`` series of a fused transform of length ``2 M`` at
@@ -612,17 +603,8 @@ class GPUBackend(Backend):
         self._launch: dict[tuple, tuple] = {}
         self._scratch: dict[tuple, Array] = {}
         self._tensor_maps: dict[tuple, Array] = {}  # _rows_map's
-        # the one-vector adjoint with tiled spectra in this many groups of columns, the inverse of each group on a
-        # stream of higher priority while the next group's product runs (sbgemv_irfft_unpad)
-        self.adj_groups = int(os.environ.get("FFTMATVEC_ADJ_GROUPS", 1))
-        self.adj_group_mode = 0  # 0: as above; 1: the inverses' stream at normal priority; 2-4: one stream
         self._capture_stream = None
         self._copy_stream = None  # finite_check's reads
-        self._inverse_stream = None  # the grouped adjoint's inverses, at the device's highest stream priority:
-        self._highest_priority = 0
-        self._inverse_priority: int | None = None  # ... which _run_kernel gives each launch made there
-        self._joins: list[Any] = []  # events between the two streams
-        self._priority_captured = False  # a launch with a priority was recorded (capture)
 
     # -- arrays ----------------------------------------------------------
     def to_host(self, a: Array) -> np.ndarray:
@@ -665,9 +647,7 @@ class GPUBackend(Backend):
         when :attr:`programmatic_launch` (``args``: device arrays and NumPy
         scalars, as :func:`launch.kernel_params` takes them)."""
         if self.programmatic_launch:
-            self._launcher(fn, grid, block, args, smem, self._cupy.cuda.get_current_stream().ptr,
-                           self._inverse_priority)
-            self._priority_captured |= self._inverse_priority is not None
+            self._launcher(fn, grid, block, args, smem, self._cupy.cuda.get_current_stream().ptr)
         else:
             fn(grid, block, args, shared_mem=smem)
 
@@ -709,15 +689,12 @@ class GPUBackend(Backend):
         """
         rec = _Recording()
         stream = self._stream_for_capture()
-        self._priority_captured = False
         with stream:
             stream.begin_capture()
             try:
                 yield rec
             finally:
-                # kernels launched at a priority of their own keep it in the replay (launch.PriorityGraph)
-                graph = (launch.PriorityGraph.end_capture(stream.ptr) if self._priority_captured
-                         else stream.end_capture())
+                graph = stream.end_capture()
         rec.graph = graph
         graph.launch()
 
@@ -1162,15 +1139,12 @@ class GPUBackend(Backend):
         return cfg
 
     def _fused_transform(self, which: str, src: Array, dst: Array, ctype: np.dtype, B: int, K: int, M: int,
-                         scale: float | None, tiled: bool = False, config_series: int | None = None) -> bool:
+                         scale: float | None, tiled: bool = False) -> bool:
         """Run ``which`` ("rfft_pad" or "irfft_unpad", native/fft.cu) from ``src``
         to ``dst``; False (nothing done) when the length is not supported.
         A ``tiled`` inverse drops each tile of ``src`` from the L2 once it has
-        read it when :attr:`release_spectra`.  ``config_series``: the series
-        count the launch set-up is chosen for, when ``src`` and ``dst`` are a
-        group of a transform's series (whose tiles must stay those of the
-        whole); default ``B``."""
-        cfg = self._fused_config(M, np.dtype(ctype), config_series or B, K)
+        read it when :attr:`release_spectra`."""
+        cfg = self._fused_config(M, np.dtype(ctype), B, K)
         if cfg is None or B == 0:
             return cfg is not None
         _, threads_of, _, twp, twl, _, _ = cfg
@@ -1232,54 +1206,9 @@ class GPUBackend(Backend):
             super().sbgemv_irfft_unpad(Fhat, x_hat, y_hat, out, dtype, adjoint)
             return
         n, nt, _ = out.shape
-        ctype, scale = _R2C[np.dtype(dtype)], 1.0 / (2 * nt)
-        groups = column_groups(n, tile, self.adj_groups)
-        if len(groups) == 1:
-            self._sbgemv(Fhat, x_hat, y_hat, True, tile)
-            self._fused_transform("irfft_unpad", y_hat, out, ctype, n, 1, nt, scale, tiled=True)
-            return
-        # a group's spectra are one run of y_hat (tiles of whole groups), its samples one of out
-        spectra, nf = y_hat.reshape(-1), Fhat.shape[0]
-        main, side = self._cupy.cuda.get_current_stream(), self._inverse_stream_get()
-
-        def inverse(c0, c1):
-            self._fused_transform("irfft_unpad", spectra[c0 * nf:c1 * nf], out[c0:c1], ctype, c1 - c0, 1,
-                                  nt, scale, tiled=True, config_series=n)
-
-        if self.adj_group_mode >= 2:  # diagnostics: one stream, the inverses after each group (2), after all (3),
-            for c0, c1 in groups:    # or one inverse of every series after all (4: the product cut alone)
-                self._sbgemv(Fhat, x_hat, y_hat, True, tile, (c0, c1))
-                if self.adj_group_mode == 2:
-                    inverse(c0, c1)
-            if self.adj_group_mode == 3:
-                for c0, c1 in groups:
-                    inverse(c0, c1)
-            if self.adj_group_mode == 4:
-                inverse(0, n)
-            return
-        for i, (c0, c1) in enumerate(groups):
-            self._sbgemv(Fhat, x_hat, y_hat, True, tile, (c0, c1))
-            side.wait_event(self._join(i, main))
-            with side:
-                self._inverse_priority = self._highest_priority if self.adj_group_mode == 0 else None
-                try:
-                    inverse(c0, c1)
-                finally:
-                    self._inverse_priority = None
-        main.wait_event(self._join(len(groups), side))
-
-    def _inverse_stream_get(self):
-        if self._inverse_stream is None:
-            self._highest_priority = launch.highest_stream_priority() if self._launcher is not None else 0
-            self._inverse_stream = self._cupy.cuda.Stream(non_blocking=True, priority=self._highest_priority)
-        return self._inverse_stream
-
-    def _join(self, i: int, stream) -> Any:
-        """Event ``i`` of the grouped adjoint, recorded now on ``stream``."""
-        while len(self._joins) <= i:
-            self._joins.append(self._cupy.cuda.Event(disable_timing=True))
-        self._joins[i].record(stream)
-        return self._joins[i]
+        self._sbgemv(Fhat, x_hat, y_hat, True, tile)
+        self._fused_transform("irfft_unpad", y_hat, out, _R2C[np.dtype(dtype)], n, 1, nt, 1.0 / (2 * nt),
+                              tiled=True)
 
     def _spectra_tile(self, Fhat: Array, x_hat: Array, y_hat: Array, out: Array, dtype: Any, adjoint: bool) -> int:
         """The tile width in which :meth:`sbgemv_irfft_unpad` lays out
@@ -1293,8 +1222,8 @@ class GPUBackend(Backend):
         ta = np.dtype(Fhat.dtype)
         if self.adj_tensor_min_k.get(ta, 17) <= K or K >= self.blas_min_k.get((ta, True), 1):
             return 0  # not a one-column kernel
-        if y_hat.nbytes > self.adj_keep_max_bytes * max(1, self.adj_groups):
-            return 0  # tiles' short stores cost when they go past the L2 to memory
+        if y_hat.nbytes > self.adj_keep_max_bytes:  # tiles' short stores cost when they go past the L2 to memory
+            return 0
         n, nt, _ = out.shape
         if y_hat.shape != (nt + 1, n, 1):  # (the stages one by one say what does not fit)
             return 0
@@ -1302,10 +1231,9 @@ class GPUBackend(Backend):
         S = cfg[0]["irfft_unpad"] if cfg is not None else 0
         return S if S >= 2 else 0
 
-    def _sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool, spectra_tile: int,
-                cols: tuple[int, int] | None = None) -> None:
+    def _sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool, spectra_tile: int) -> None:
         """:meth:`sbgemv`; an adjoint with one right-hand side in a one-column kernel stores ``out`` in tiles of
-        ``spectra_tile`` columns when that is not 0, and computes only the columns ``cols`` when given."""
+        ``spectra_tile`` columns when that is not 0."""
         nf, nd, nm = Fhat.shape
         n_in, n_out = (nd, nm) if adjoint else (nm, nd)
         K = x_hat.shape[2] if x_hat.ndim == 3 else 0
@@ -1331,7 +1259,7 @@ class GPUBackend(Backend):
         if not adjoint and K >= self.gemm_min_k[ta]:
             self._sbgemm_native(Fhat, x_hat, out)
             return
-        S = self._sbgemv_cols(Fhat, x_hat, out, adjoint, *(cols or (0, nm)), None, spectra_tile)
+        S = self._sbgemv_cols(Fhat, x_hat, out, adjoint, 0, nm, None, spectra_tile)
         if S > 1:
             self._sum_splits(self.scratch((S,) + out.shape, ta, "sbgemv-splits"), out, S)
 

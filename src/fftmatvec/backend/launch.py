@@ -26,9 +26,6 @@ import numpy as np
 
 # CUlaunchAttributeID (cuda.h)
 PROGRAMMATIC_STREAM_SERIALIZATION = 6
-PRIORITY = 8
-# CUgraphInstantiate_flags (cuda.h)
-USE_NODE_PRIORITY = 8
 
 
 class LaunchAttribute(ctypes.Structure):
@@ -83,11 +80,11 @@ class ProgrammaticLauncher:
         self._launch.argtypes = [ctypes.POINTER(LaunchConfig), ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
                                  ctypes.c_void_p]
         self._launch.restype = ctypes.c_int
-        self._libcuda = libcuda
-        self._attrs = (LaunchAttribute * 2)()
-        self._attrs[0].id = PROGRAMMATIC_STREAM_SERIALIZATION
-        self._attrs[0].value[0] = 1
-        self._attrs[1].id = PRIORITY
+        self._error_name = libcuda.cuGetErrorName
+        self._error_name.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+        self._attr = LaunchAttribute()
+        self._attr.id = PROGRAMMATIC_STREAM_SERIALIZATION
+        self._attr.value[0] = 1
 
     @classmethod
     def load(cls) -> ProgrammaticLauncher | None:
@@ -99,84 +96,26 @@ class ProgrammaticLauncher:
         return cls(libcuda)
 
     def __call__(self, fn: Any, grid: tuple[int, ...], block: tuple[int, ...], args: tuple, smem: int,
-                 stream_ptr: int, priority: int | None = None) -> None:
+                 stream_ptr: int) -> None:
         """Launch CuPy ``RawKernel`` ``fn`` on the stream ``stream_ptr``
-        (``args`` as for :func:`kernel_params`), at the scheduling
-        ``priority`` when given (lower numbers first, as stream priorities;
-        a recorded launch keeps it for :class:`PriorityGraph`)."""
-        self.packed(fn, grid, block, args, smem, stream_ptr, priority)()
+        (``args`` as for :func:`kernel_params`)."""
+        self.packed(fn, grid, block, args, smem, stream_ptr)()
 
     def packed(self, fn: Any, grid: tuple[int, ...], block: tuple[int, ...], args: tuple, smem: int,
-               stream_ptr: int, priority: int | None = None) -> Callable[[], None]:
+               stream_ptr: int) -> Callable[[], None]:
         """The launch of :meth:`__call__` with its parameters packed once: each
         call of the result launches ``fn`` again on the same arguments."""
         params, values = kernel_params(args)
-        attrs = self._attrs
-        if priority is not None:
-            attrs = (LaunchAttribute * 2)(self._attrs[0], self._attrs[1])
-            attrs[1].value[0] = int(priority)
         cfg = LaunchConfig(_dims(grid), _dims(block), int(smem), ctypes.c_void_p(stream_ptr),
-                           ctypes.cast(attrs, ctypes.POINTER(LaunchAttribute)), 1 if priority is None else 2)
+                           ctypes.pointer(self._attr), 1)
         call = (ctypes.byref(cfg), ctypes.c_void_p(int(fn.kernel.ptr)), params, None)
 
         def launch() -> None:
-            _check(self._libcuda, self._launch(*call), f"cuLaunchKernelEx of {fn.name}")
+            rc = self._launch(*call)
+            if rc != 0:
+                name = ctypes.c_char_p()
+                self._error_name(rc, ctypes.byref(name))
+                raise RuntimeError(f"cuLaunchKernelEx of {fn.name}: {(name.value or b'error').decode()} ({rc})")
 
-        launch.arguments = (values, attrs)  # what the call points to, kept alive with the launch
+        launch.arguments = values  # what params points to, kept alive with the launch
         return launch
-
-
-class PriorityGraph:
-    """A CUDA graph recorded on a stream, instantiated so that its kernels
-    keep the priorities they were launched with
-    (``CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY``).  CuPy instantiates
-    with no flags, and then every kernel of a replay runs at the priority of
-    the stream it is launched into.
-
-    Made by :meth:`end_capture`; :meth:`launch` replays it on CuPy's current
-    stream."""
-
-    def __init__(self, libcuda: Any, graph: ctypes.c_void_p, graph_exec: ctypes.c_void_p) -> None:
-        import cupy
-
-        self._libcuda, self._graph, self._exec = libcuda, graph, graph_exec
-        self._current_stream = cupy.cuda.get_current_stream
-
-    @classmethod
-    def end_capture(cls, stream_ptr: int) -> PriorityGraph:
-        """End the capture on the stream ``stream_ptr`` (begun by CuPy's
-        ``Stream.begin_capture``) and instantiate its graph."""
-        libcuda = ctypes.CDLL("libcuda.so.1")
-        graph, graph_exec = ctypes.c_void_p(), ctypes.c_void_p()
-        _check(libcuda, libcuda.cuStreamEndCapture(ctypes.c_void_p(stream_ptr), ctypes.byref(graph)),
-               "cuStreamEndCapture")
-        rc = libcuda.cuGraphInstantiateWithFlags(ctypes.byref(graph_exec), graph, ctypes.c_ulonglong(USE_NODE_PRIORITY))
-        if rc != 0:
-            libcuda.cuGraphDestroy(graph)
-            _check(libcuda, rc, "cuGraphInstantiateWithFlags")
-        return cls(libcuda, graph, graph_exec)
-
-    def launch(self) -> None:
-        _check(self._libcuda, self._libcuda.cuGraphLaunch(self._exec, ctypes.c_void_p(self._current_stream().ptr)),
-               "cuGraphLaunch")
-
-    def __del__(self) -> None:
-        self._libcuda.cuGraphExecDestroy(self._exec)
-        self._libcuda.cuGraphDestroy(self._graph)
-
-
-def highest_stream_priority() -> int:
-    """The highest (numerically lowest) stream priority of the current
-    context (``cuCtxGetStreamPriorityRange``)."""
-    libcuda = ctypes.CDLL("libcuda.so.1")
-    least, greatest = ctypes.c_int(), ctypes.c_int()
-    _check(libcuda, libcuda.cuCtxGetStreamPriorityRange(ctypes.byref(least), ctypes.byref(greatest)),
-           "cuCtxGetStreamPriorityRange")
-    return greatest.value
-
-
-def _check(libcuda: Any, rc: int, what: str) -> None:
-    if rc != 0:
-        name = ctypes.c_char_p()
-        libcuda.cuGetErrorName(rc, ctypes.byref(name))
-        raise RuntimeError(f"{what}: {(name.value or b'error').decode()} ({rc})")
