@@ -655,6 +655,33 @@ def test_sbgemv_adj_keeps_result_by_size(gpu, flat):
     assert gpu.adj_keep_max_bytes == gpu._device.attributes.get("L2CacheSize", 0)
 
 
+@pytest.mark.parametrize("slices", [1, 2, 3, 4, 8])
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_blocked_adjoint_row_slices(gpu, rng, dtype, slices):
+    """The blocked adjoint with one right-hand side takes four row slices a
+    block from 64 rows at the big size (16 rows a slice or more), one below;
+    forced to other counts (``adj_row_slices``, a count that does not divide
+    the rows among them) it stays right on an odd shape against einsum in
+    float64."""
+    ta = np.dtype(dtype)
+    assert gpu._adj_config(1001, 100, 5000, 1, ta, ta, flat=False)[2] == (4 * 128,)
+    assert gpu._adj_config(1001, 63, 5000, 1, ta, ta, flat=False)[2] == (128,)
+    nf, nd, nm = 3, 101, 1030
+    A = (rng.standard_normal((nf, nd, nm)) + 1j * rng.standard_normal((nf, nd, nm))).astype(ta)
+    x = (rng.standard_normal((nf, nd, 1)) + 1j * rng.standard_normal((nf, nd, 1))).astype(ta)
+    y = cupy.full((nf, nm, 1), np.nan, dtype=ta)
+    saved = gpu.adj_row_slices
+    try:
+        gpu.adj_row_slices = slices
+        fn, grid, block, smem, tail, _ = gpu._adj_config(nf, nd, nm, 1, ta, ta, flat=False)
+    finally:
+        gpu.adj_row_slices = saved
+    assert block[0] % slices == 0 and int(tail[4]) == slices
+    fn(grid, block, (cupy.asarray(A), cupy.asarray(x), y) + tail, shared_mem=smem)
+    ref = np.einsum("fij,fik->fjk", A.astype(np.complex128).conj(), x.astype(np.complex128))
+    assert rel_err(y.get(), ref) < (5e-14 if ta == np.complex128 else 2e-6) * np.sqrt(nd)
+
+
 @pytest.mark.parametrize("expr", sorted(kernels.REGISTER_TARGETS))
 def test_register_target_builds(gpu, rng, expr):
     """Each instantiation built to a register target (kernels.REGISTER_TARGETS)

@@ -551,6 +551,7 @@ class GPUBackend(Backend):
         self.fwd_lanes: int | None = None
         self.adj_flat = True  # balanced adjoint kernel for one right-hand side
         self.adj_flat_max_bytes = 512 << 20  # ... below this many bytes of Fhat (the blocked one from there)
+        self.adj_row_slices = 0  # row slices of the blocked adjoint's blocks (0: by size, _adj_config)
         # the one-column adjoint kernels store their result at evict-last priority in the L2 when it is at most
         # this many bytes, so that more of it is still there for the inverse transform: the big ddssd adjoint
         # 983 against 990 us of device time, the middle ddddd one 103 against 105.5 us; the big ddddd one's
@@ -1300,6 +1301,7 @@ class GPUBackend(Backend):
         aligned = (Fhat.data.ptr | x_hat.data.ptr | out.data.ptr) % 16 == 0  # 16-byte vector loads allowed
         key = ("adj" if adjoint else "fwd", nf, nd, nm, K, ta, x_hat.dtype, aligned, col0, col1, part is None, lda,
                self.fwd_splits, self.fwd_lanes, self.adj_flat, self.adj_flat_max_bytes, self.adj_keep_max_bytes,
+               self.adj_row_slices,
                self.programmatic_launch, self.early_loads, spectra_tile)
         cfg = self._launch.get(key)
         if cfg is None:
@@ -1414,13 +1416,21 @@ class GPUBackend(Backend):
         cols = -(-ncol // VEC)
         CT = CT or min(128, 32 * -(-cols // 32))
         tiles = -(-cols // CT)
-        RS = 1
+        # one right-hand side: four row slices where each has 16 rows or more, so that a block takes a quarter
+        # of the time and the last wave's blocks end closer together: the big ddssd adjoint 983.5-984.7 against
+        # 992.7-993.2 us back to back, ddddd 1939.4-1940.6 against 1954.5-1959.6 (eight slices, 1024 threads:
+        # 1315.2-1316.7; benchmarks/results/h200-launch-ab-adj-slices-stop50.jsonl); on a second machine
+        # ddssd 984.9-985.5 against 992.5-992.9, ddddd 1938.5-1939.3 against 1950.3-1950.8 in three rounds of
+        # four (1965.2 in the fourth; h200-launch-ab-adj-slices-b-stop50.jsonl); more slices where there are
+        # too few blocks to fill the device
+        RS = 4 if KB == 1 and nd >= 64 and CT * 4 <= 1024 else 1
         target = 2 * self.sm_count * 2048
         isz = ta.itemsize
         CH = int(max(1, min(nd, 16384 // (KB * isz))))
         while (RS < 16 and CT * RS < 1024 and nf * tiles * CT * RS < target and nd >= 16 * RS
                and (CH * KB + CT * 2 * RS * VEC * KB) * isz <= 40960):
             RS *= 2
+        RS = self.adj_row_slices or RS
         smem = (CH * KB + (CT * RS * VEC * KB if RS > 1 else 0)) * isz
         fn = kernels.kernel("sbgemv.cu", "sbgemv_adj", ta, tx, U, VEC, KB)
         grid = (nf * tiles, -(-K // KB))
