@@ -156,9 +156,6 @@ def _bold(text, met):
     return f"**{text}**" if met else text
 
 
-_PRODUCTS = ("`ddddd` `F m`", "`ddddd` `F^T d`", "`dssdd` `F m`", "`ddssd` `F^T d`")
-
-
 def run_targets(rows: dict, time_key: str = "time_s") -> list[tuple[str, float | None, bool, str]]:
     """The GPU issue's targets for one table run (``_run_rows``): ``(target, value, met, cell)`` each, value
     None where the run lacks the row.  One-vector products: waited-for time over the floor (the cell adds
@@ -171,11 +168,12 @@ def run_targets(rows: dict, time_key: str = "time_s") -> list[tuple[str, float |
 
     out = []
     for size, name, limit in ((_BIG, "big", 1.05), (_MID, "middle", 1.3)):
-        for (code, adjoint), product in zip(_ONE_VECTOR, _PRODUCTS):
+        for code, adjoint in _ONE_VECTOR:
             r = rows.get((size, code, adjoint, 1))
             t = waited(r)
             x = None if t is None else t / r["floor_s"]
             cell = "-" if x is None else f"{x:.3f} ({r['back_to_back_s'] / r['floor_s']:.3f})"
+            product = f"`{code}` `{'F^T d' if adjoint else 'F m'}`"
             out.append((f"{name} {product}", x, x is not None and x <= limit, cell))
     one = {(code, adjoint): rows.get((_BIG, code, adjoint, 1)) for code, adjoint in _ONE_VECTOR}
     for a, b, what in ((one[("dssdd", False)], one[("ddddd", False)], "`dssdd` / `ddddd`"),
