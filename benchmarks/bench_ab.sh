@@ -10,8 +10,8 @@
 # right-hand sides; with "big16" only the big `ddssd` adjoint, the big
 # `ddddd` product and the latter with 16 right-hand sides; with "k16" only the
 # big `dssdd` product with 16 right-hand sides, with "k16d" only the big
-# `ddddd` one.  One JSON line per
-# run appended to $2, with "source" ($1 or "tree"), "round" and "command".
+# `ddddd` one, with "adj" only the big `ddssd` and `ddddd` adjoints.  One
+# JSON line per run appended to $2, with "source" ($1 or "tree"), "round" and "command".
 # usage: bash benchmarks/bench_ab.sh e0ec1ac benchmarks/results/h200-bench-ab.jsonl
 #        bash benchmarks/bench_ab.sh FFTMATVEC_L2_PREFETCH_BYTES=0 out.jsonl big
 set -u
@@ -38,6 +38,7 @@ runs=("$SMALL --precision ddddd" "$SMALL --precision ddddd --adjoint" "$MID --pr
 [ "$rows" = big16 ] && runs=("$BIG --precision ddssd --adjoint" "$BIG --precision ddddd" "$BIG --precision ddddd --nrhs 16")
 [ "$rows" = k16 ] && runs=("$BIG --precision dssdd --nrhs 16")
 [ "$rows" = k16d ] && runs=("$BIG --precision ddddd --nrhs 16")
+[ "$rows" = adj ] && runs=("$BIG --precision ddssd --adjoint" "$BIG --precision ddddd --adjoint")
 for round in 1 2; do
   for source in "$rev" tree; do
     src=$PWD/src

@@ -34,6 +34,7 @@ responses), so that the big size costs seconds, not minutes.  Times
   profiler, which records all kernels of the process through CUPTI), and
 * the host time of ``BTTOperator.matvec`` at the fixture size (cProfile),
   and at the middle size from the call to the graph's launch (``prelaunch``),
+* what making a big adjoint's result array costs a waited-for product (``resultalloc``),
 * ``F^T F m`` through ``normal`` against two products (``normal``),
 
 and prints one JSON object per measurement.
@@ -1998,6 +1999,52 @@ def main(argv=None) -> int:
                      graph_launch_waited_us=round(graph_waited * 1e6, 2) if graph_waited else None,
                      graphs=len(graphs))
 
+    def part_resultalloc():
+        """What making the result array costs a waited-for big adjoint (a 40 MB
+        result): ``rmatvec`` with its result made ahead, during the product
+        before (the rule since stop 51), or made before each launch (the rule
+        before it for results above 16 MB), into ``out=``, and the prepared
+        product, taking turns in rounds as the bench does; each one's time back
+        to back; and the host time of making and dropping such an array while
+        the device runs a product."""
+        import fftmatvec.operator as operator
+        from fftmatvec.bench import _back_to_back_time, _waited_medians, random_slab
+        from fftmatvec.operator import BTTOperator
+
+        nd, nm, nt = 100, 5000, 1000
+        f = random_slab(0, nd, nm, nt, (0, nd), (0, nm))
+        d = cp.random.standard_normal((nd, nt))
+        out = cp.empty((nm, nt))
+        share = operator._SPARE_FHAT_SHARE
+
+        def time_adjoint(code: str) -> None:
+            ahead, before = (BTTOperator(f, device=be, adjoint_precision=code) for _ in range(2))
+            operator._SPARE_FHAT_SHARE = 0.0  # the rule is applied at an input signature's first call
+            before.rmatvec(d)
+            operator._SPARE_FHAT_SHARE = share
+            ahead.rmatvec(d)
+            calls = {"made ahead": lambda: ahead.rmatvec(d), "made before the launch": lambda: before.rmatvec(d),
+                     "into out=": lambda: ahead.rmatvec(d, out=out),
+                     "prepared": ahead.prepare(d, adjoint=True, out=out)}
+            waited = _waited_medians(calls, 200, be.synchronize)
+            for name, fn in calls.items():
+                emit(what="resultalloc", code=code, call=name, made_ahead=bool(ahead._spares),
+                     waited_us=round(waited[name] * 1e6, 2),
+                     back_to_back_us=round(_back_to_back_time(fn, 200, be.synchronize) * 1e6, 2))
+            host = []
+            for _ in range(200):
+                ahead.rmatvec(d, out=out)  # the device is busy while the host makes the array
+                t0 = time.perf_counter()
+                a = be.empty((nm, nt), np.float64)
+                host.append(time.perf_counter() - t0)
+                del a
+                be.synchronize()
+            emit(what="resultalloc", code=code, call="be.empty((Nm, Nt)) while a product runs",
+                 host_us=round(float(np.median(host)) * 1e6, 2))
+
+        for code in ("ddssd", "ddddd"):
+            time_adjoint(code)
+
     def part_timeline():
         """Where a waited-for product's time goes (``--timeline-sizes``): PyTorch's profiler
         records each call (host), its launches (CUDA runtime and driver calls) and its kernels (CUPTI) on
@@ -2103,7 +2150,8 @@ def main(argv=None) -> int:
                      ("pdl", part_pdl),
                      ("read", part_read), ("adjparts", part_adj_parts), ("slabs", part_slabs),
                      ("adjc128", part_adj_c128), ("regs", part_regs), ("regsloads", part_regs_loads),
-                     ("timeline", part_timeline), ("prelaunch", part_prelaunch), ("normal", part_normal)):
+                     ("timeline", part_timeline), ("prelaunch", part_prelaunch), ("normal", part_normal),
+                     ("resultalloc", part_resultalloc)):
         if name in parts:
             guarded(name, fn)
     return 0

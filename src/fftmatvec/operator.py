@@ -21,12 +21,15 @@ from .grid import SerialGrid
 from .vector import DistVector
 
 _F64 = np.dtype(np.float64)
-# Results up to this size of a one-process product into a new array get the
-# array allocated after the previous product of the same direction and shape
-# was launched, so the allocation (microseconds of host time on a GPU)
-# overlaps the device's work instead of delaying the launch; above it the
-# product's own time dwarfs it.  One such array per direction is kept.
+# Results of a one-process product into a new array get the array allocated
+# after the previous product of the same direction and shape was launched, so
+# the allocation (microseconds of host time on a GPU) overlaps the device's
+# work instead of delaying the launch; one such array per direction is kept.
+# Up to 16 MB, and up to 1/64 of Fhat's bytes: the big adjoint's result
+# (Nm x Nt float64, 40 MB against 4 GB) took 6-7 us to allocate, 0.7% of the
+# product; larger results are rarer products with more of their own time.
 _SPARE_MAX_BYTES = 16 << 20
+_SPARE_FHAT_SHARE = 1 / 64
 # Signatures of one-process inputs whose checks and look-ups an operator keeps (_LocalCall).
 _LOCAL_CALLS_MAX = 16
 
@@ -573,7 +576,8 @@ class _LocalCall:
         into_caller = native and self.prec.reduce == _F64
         K = v.shape[2] if v.ndim == 3 else 1
         self.launch = engine.launcher(adjoint, self.prec, K) if into_caller else None
-        self.spare_next = into_caller and np.prod(self.shape) * _F64.itemsize <= _SPARE_MAX_BYTES
+        spare_max = max(_SPARE_MAX_BYTES, engine.Fhat[self.prec.sbgemv].nbytes * _SPARE_FHAT_SHARE)
+        self.spare_next = into_caller and np.prod(self.shape) * _F64.itemsize <= spare_max
 
     def __call__(self, v: Array, out: Array | None) -> Array:
         op, be = self.op, self.op.backend

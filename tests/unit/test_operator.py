@@ -287,6 +287,24 @@ def test_each_product_returns_its_own_array(Ks, rng):
             assert not any(np.may_share_memory(y, other) for other in results[i + 1:])
 
 
+def test_results_made_ahead_up_to_a_share_of_fhat(rng, monkeypatch):
+    """A result array is made ahead (during the previous product) when it is
+    at most 16 MB or at most 1/64 of ``Fhat``'s bytes, whichever is larger.
+    With the 16 MB floor taken away the share alone decides: the forward
+    result (3 x 16 float64) is below 1/64 of this ``Fhat`` (17 x 3 x 200
+    complex128), the adjoint's (200 x 16) is above it."""
+    import fftmatvec.operator as operator
+
+    monkeypatch.setattr(operator, "_SPARE_MAX_BYTES", 0)
+    op = BTTOperator(rng.standard_normal((3, 200, 16)))
+    assert 3 * 16 * 8 <= op.engine.Fhat[op.precision.sbgemv].nbytes / 64 < 200 * 16 * 8
+    y = op.matvec(rng.standard_normal((200, 16)))
+    d = op.rmatvec(rng.standard_normal((3, 16)))
+    assert set(op._spares) == {False}
+    assert op._spares[False].shape == y.shape and not np.may_share_memory(op._spares[False], y)
+    assert d.shape == (200, 16)
+
+
 def test_inputs_of_a_signature_seen_before_are_checked_and_cast(rng):
     """The one-process path works out what an input's type, shape, dtype and
     strides imply once per signature: later inputs are still checked for
