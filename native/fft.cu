@@ -33,7 +33,7 @@
 //        contiguous run: with k (R - 1) + r - 1, r fastest, every load
 //        touched R - 1 times as many cache lines, and the twiddles were most
 //        of the kernel's L1 traffic);
-//   twl[f] = exp(-2 pi i f / L), f <= M.
+//   twl[f] = exp(-2 pi i f / L), f <= M (the forward reads f <= M / 2 only).
 //
 // Series index s = p * K + k for the SOTI layout (n, Nt, K): sample t of series
 // s is x[(p * Nt + t) * K + k]; the frequency-major side is (Nf, n, K), i.e.
@@ -616,12 +616,10 @@ template <int M, int S, int LOGS, int NT, int IP, typename C, typename TO> struc
         constexpr int ld = Row<M, S, C>::ld;
         const C* Z = in;
         if constexpr (R > 1) stockham_pass<R, -1, M, M / R, S, NT, IP>(in, out, twp, &first);
-        // W^f and W^(M - f) of an item are loaded one item ahead, the first before the barrier
-        C wf = czero<C>(), wmf = czero<C>();
-        if ((int)threadIdx.x < items) {
-            wf = FMV_LDG(twl + (threadIdx.x >> LOGS));
-            wmf = FMV_LDG(twl + M - (threadIdx.x >> LOGS));
-        }
+        // W^f of an item is loaded one item ahead, the first before the barrier; W^(M - f) = -conj(W^f)
+        // (L = 2 M), so an item loads one twiddle for its two frequencies
+        C wf = czero<C>();
+        if ((int)threadIdx.x < items) wf = FMV_LDG(twl + (threadIdx.x >> LOGS));
         if constexpr (R > 1) {  // (not the radix-1 pass of a one-radix transform)
             __syncthreads();
             Z = out;
@@ -629,19 +627,16 @@ template <int M, int S, int LOGS, int NT, int IP, typename C, typename TO> struc
         // X[f] and X[M - f] need the same Z[f] and Z[M - f]: one item computes both (X[M] with X[0])
 #pragma unroll 2
         for (int e = threadIdx.x; e < items; e += NT) {
-            const int f = e >> LOGS, sl = e & (S - 1), fn = (e + NT) >> LOGS;
-            C wfn = wf, wmfn = wmf;
-            if (items > NT && e + NT < items) {
-                wfn = FMV_LDG(twl + fn);
-                wmfn = FMV_LDG(twl + M - fn);
-            }
+            const int f = e >> LOGS, sl = e & (S - 1);
+            C wfn = wf;
+            if (items > NT && e + NT < items) wfn = FMV_LDG(twl + ((e + NT) >> LOGS));
             if (sl < ns) {
                 const C zf = Z[sl * ld + f], zmf = Z[sl * ld + (f == 0 ? 0 : M - f)];
+                const C wmf = cmake<C>(-wf.x, wf.y);
                 st_keep(Xb + (index_t)f * B + sl, ccast<TO>(real_spectrum(zf, zmf, wf)), keep);
                 if (2 * f != M) st_keep(Xb + (index_t)(M - f) * B + sl, ccast<TO>(real_spectrum(zmf, zf, wmf)), keep);
             }
             wf = wfn;
-            wmf = wmfn;
         }
     }
 };
