@@ -2003,8 +2003,10 @@ def main(argv=None) -> int:
         """What making the result array costs a waited-for big adjoint (a 40 MB
         result): ``rmatvec`` with its result made ahead, during the product
         before (the rule since stop 51), or made before each launch (the rule
-        before it for results above 16 MB), into ``out=``, and the prepared
-        product, taking turns in rounds as the bench does; each one's time back
+        before it for results above 16 MB), into ``out=`` (and the layers of
+        that path: the input signature's ``_LocalCall``, the engine's replayer
+        and its recording launched directly), and the prepared product,
+        taking turns in rounds as the bench does; each one's time back
         to back; and the host time of making and dropping such an array while
         the device runs a product."""
         import fftmatvec.operator as operator
@@ -2023,8 +2025,18 @@ def main(argv=None) -> int:
             before.rmatvec(d)
             operator._SPARE_FHAT_SHARE = share
             ahead.rmatvec(d)
+            for _ in range(2):  # the engine records the product on (d, out) the second time
+                ahead.rmatvec(d, out=out)
+            recording = next(g for ws in ahead.engine._workspaces.values()
+                             for key, g in getattr(ws.launch, "graphs", {}).items()
+                             if key == (d.data.ptr, out.data.ptr))
+            replayer = ahead.engine.launcher(True, ahead.adjoint_precision, 1)
+            local_call = next(iter(ahead._local_calls.values()))
             calls = {"made ahead": lambda: ahead.rmatvec(d), "made before the launch": lambda: before.rmatvec(d),
                      "into out=": lambda: ahead.rmatvec(d, out=out),
+                     "its _LocalCall(d, out)": lambda: local_call(d, out),
+                     "its replayer(d, out)": lambda: replayer(d, out),
+                     "the engine's recording on (d, out)": recording.launch,
                      "prepared": ahead.prepare(d, adjoint=True, out=out)}
             waited = _waited_medians(calls, 200, be.synchronize)
             for name, fn in calls.items():
