@@ -253,23 +253,33 @@ template <int S, int LOGS, int nb> struct PairItem {
 
 // The twiddles of butterfly k of a pass (NS = product of the earlier
 // radices: w^r, w = exp(-2 pi i k / (NS R)), is entry k of row r - 1 of NS in
-// twp), then its DFT.  Only w is loaded; w^r = w^(r / 2) w^(r - r / 2), at
-// most four products deep for R <= 10: twiddle loads were most of these
-// kernels' L1 traffic after the shared-memory passes.
+// twp), then its DFT.  Only w and w^H (H = (R + 1) / 2) are loaded; the other
+// powers are products of at most three of them: twiddle loads were most of
+// these kernels' L1 traffic after the shared-memory passes.
 template <typename C> struct Twiddles {
-    C w1;
+    C w1, wH;
 };
 template <int R, int NS, typename C> FMV_DEV Twiddles<C> load_twiddles(const C* __restrict__ twp, int k) {
     Twiddles<C> t{};
-    if constexpr (NS > 1 && R > 1) t.w1 = FMV_LDG(twp + (NS - 1) + k);
+    if constexpr (NS > 1 && R > 1) {
+        constexpr int H = (R + 1) / 2;
+        const C* tw = twp + (NS - 1) + k;
+        t.w1 = FMV_LDG(tw);
+        if constexpr (H > 1) t.wH = FMV_LDG(tw + (H - 1) * NS);
+    }
     return t;
 }
 template <int R, int DIR, int NS, typename C> FMV_DEV void twiddle_dft(C* v, const Twiddles<C>& t) {
     if constexpr (NS > 1 && R > 1) {
+        constexpr int H = (R + 1) / 2;
         C w[R];
         w[1] = t.w1;
+        if (H > 1) w[H] = t.wH;
 #pragma unroll
-        for (int r = 2; r < R; ++r) w[r] = cmul(w[r / 2], w[r - r / 2]);
+        for (int r = 2; r < R; ++r) {
+            if (r < H) w[r] = cmul(w[r / 2], w[r - r / 2]);
+            else if (r > H) w[r] = cmul(w[H], w[r - H]);
+        }
 #pragma unroll
         for (int r = 1; r < R; ++r) v[r] = cmul(v[r], DIR < 0 ? w[r] : cconj(w[r]));
     }
