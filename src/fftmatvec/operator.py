@@ -25,9 +25,10 @@ _F64 = np.dtype(np.float64)
 # after the previous product of the same direction and shape was launched, so
 # the allocation (microseconds of host time on a GPU) overlaps the device's
 # work instead of delaying the launch; one such array per direction is kept.
-# Up to 16 MB, and up to 1/64 of Fhat's bytes: the big adjoint's result
-# (Nm x Nt float64, 40 MB against 4 GB) took 6-7 us to allocate, 0.7% of the
-# product; larger results are rarer products with more of their own time.
+# Up to 16 MB, and up to 1/64 of Fhat's bytes: the big adjoint's 40 MB
+# result (Nm x Nt float64, against 4 GB) took 3.6-17.1 us to allocate, and
+# the big ddssd F^T d waited for 979.2-1002.9 us made ahead against
+# 983.0-1021.6 (benchmarks/results/h200-probe-resultalloc-stop51{,-b,-c}.jsonl).
 _SPARE_MAX_BYTES = 16 << 20
 _SPARE_FHAT_SHARE = 1 / 64
 # Signatures of one-process inputs whose checks and look-ups an operator keeps (_LocalCall).
