@@ -36,6 +36,8 @@ responses), so that the big size costs seconds, not minutes.  Times
   and at the middle size from the call to the graph's launch (``prelaunch``),
 * what making a big adjoint's result array costs a waited-for product (``resultalloc``),
 * ``F^T F m`` through ``normal`` against two products (``normal``),
+* how a product's time changes as the device warms up from idle, back to back
+  and waited for (``warmup``),
 
 and prints one JSON object per measurement.
 """
@@ -2057,6 +2059,49 @@ def main(argv=None) -> int:
         for code in ("ddssd", "ddddd"):
             time_adjoint(code)
 
+    def part_warmup():
+        """Products from an idle device: after ``idle`` seconds without work (the clocks fall to idle), each
+        product of a run of ``span`` seconds timed by CUDA events, queued back to back, then (after the same
+        rest) each waited for by the host's clock, as ``fftmatvec bench`` times them.  Emits each way's
+        median in windows of the time since the first product, and every product's time."""
+        idle, span = 5.0, 3.0
+        windows = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, span)
+        eng = get_big()
+        for code, K, adjoint in (("ddddd", 16, False), ("dssdd", 16, False), ("ddddd", 1, False),
+                                 ("ddssd", 1, True)):
+            prec = parse(code)
+            n_in = eng.nd if adjoint else eng.nm
+            x = cp.random.standard_normal((n_in, eng.Nt, K)).astype(prec.pad)
+            product = lambda: eng.apply(x, prec, adjoint=adjoint)  # noqa: E731
+            product()
+            be.synchronize()
+            t0 = time.perf_counter()
+            product()
+            be.synchronize()
+            n = int(span / (time.perf_counter() - t0)) + 1
+            time.sleep(idle)
+            marks = [cp.cuda.Event() for _ in range(n + 1)]
+            marks[0].record()
+            for i in range(n):
+                product()
+                marks[i + 1].record()
+            marks[-1].synchronize()
+            queued = [cp.cuda.get_elapsed_time(marks[i], marks[i + 1]) * 1e-3 for i in range(n)]
+            time.sleep(idle)
+            waited = []
+            for _ in range(n):
+                t0 = time.perf_counter()
+                product()
+                be.synchronize()
+                waited.append(time.perf_counter() - t0)
+            for way, ts in (("back to back", queued), ("waited for", waited)):
+                ends = np.cumsum(ts)
+                medians = {f"{lo * 1e3:g}-{hi * 1e3:g} ms": round(float(np.median(
+                    [t for t, e in zip(ts, ends) if lo < e <= hi] or [np.nan])) * 1e6, 1)
+                    for lo, hi in zip(windows, windows[1:])}
+                emit(what="warmup", code=code, K=K, adjoint=adjoint, way=way, idle_s=idle, products=n,
+                     median_us_by_window=medians, times_us=[round(t * 1e6, 1) for t in ts])
+
     def part_timeline():
         """Where a waited-for product's time goes (``--timeline-sizes``): PyTorch's profiler
         records each call (host), its launches (CUDA runtime and driver calls) and its kernels (CUPTI) on
@@ -2163,7 +2208,7 @@ def main(argv=None) -> int:
                      ("read", part_read), ("adjparts", part_adj_parts), ("slabs", part_slabs),
                      ("adjc128", part_adj_c128), ("regs", part_regs), ("regsloads", part_regs_loads),
                      ("timeline", part_timeline), ("prelaunch", part_prelaunch), ("normal", part_normal),
-                     ("resultalloc", part_resultalloc)):
+                     ("resultalloc", part_resultalloc), ("warmup", part_warmup)):
         if name in parts:
             guarded(name, fn)
     return 0

@@ -93,6 +93,9 @@ FORMATS = {
     "host": lambda r: f"host {r['call']}: latency {r['latency_us']} us, back to back {r['back_to_back_us']} us",
     "wgmma-rate": lambda r: (f"wgmma m64n{r['N']}k8 chains={r['chains']} warpgroups={r['warpgroups']}: "
                              f"{r['cycles_per_instruction']:.1f} cycles, {r['mac_per_cycle']:.0f} MAC/cycle"),
+    "warmup": lambda r: (f"warmup {r['code']} K={r['K']:<2} {'FT' if r['adjoint'] else 'F '} {r['way']:12s} "
+                         f"({r['products']} products from idle): "
+                         + ", ".join(f"{w} {t}" for w, t in r["median_us_by_window"].items())),
     "error": lambda r: f"ERROR in {r['part']}:\n{r['traceback'][-1500:]}",
 }
 
@@ -223,6 +226,61 @@ def tally(paths, time_key="time_s"):
         print(f"| {target} | {sum(met for _, met in results)} | {low} | {high} |")
 
 
+def nrhs(path):
+    """A Markdown table of benchmarks/gpu_bench_nrhs.sh's runs: per size, code and product, the waited-for time
+    per vector with each K, and in brackets that over one vector's (``1/n``: ``n`` vectors' worth of one
+    vector's time each); `-` where the run lacks the row."""
+    rows = _run_rows(path)
+    sizes = sorted({key[0] for key in rows}, reverse=True)
+    for size in sizes:
+        ks = sorted({key[3] for key in rows if key[0] == size})
+        print(f"| `{size[0]} x {size[1]} x {size[2]}` | " + " | ".join(f"`K = {K}`" for K in ks) + " |")
+        print("|---" * (len(ks) + 1) + "|")
+        for code, adjoint in _ONE_VECTOR:
+            one = rows.get((size, code, adjoint, 1))
+            cells = []
+            for K in ks:
+                r = rows.get((size, code, adjoint, K))
+                if r is None:
+                    cells.append("-")
+                    continue
+                per = r["time_s"] / K
+                cells.append(f"{per * 1e6:.1f}" + ("" if one is None else f" (1/{one['time_s'] / per:.1f})"))
+            print(f"| `{code}` `{'F^T d' if adjoint else 'F m'}` | " + " | ".join(cells) + " |")
+        print()
+
+
+def smi(path, busy_watts=150.0):
+    """The stretches of a benchmarks/smi_log.sh log where the board drew more than ``busy_watts``: per
+    stretch its first and last sample's time, the samples, the SM clock's lowest and middle value, the
+    power's middle and highest, and in how many samples the software power cap (throttle reason bit 0x4)
+    held the clocks.  (Middle value: the upper median, the value at half the sorted samples.)"""
+    import csv
+
+    rows = list(csv.reader(open(path)))
+    head = [h.strip() for h in rows[0]]
+    col = {key: next(i for i, h in enumerate(head) if key in h) for key in ("timestamp", "clocks", "power.draw",
+                                                                           "reasons.active")}
+    stretches, current = [], []
+    for r in rows[1:]:
+        if len(r) != len(head):
+            continue
+        watts = float(r[col["power.draw"]].split()[0])
+        if watts > busy_watts:
+            current.append((r[col["timestamp"]].strip()[11:], int(r[col["clocks"]].split()[0]), watts,
+                            int(r[col["reasons.active"]], 16)))
+        elif current:
+            stretches.append(current)
+            current = []
+    stretches += [current] if current else []
+    for st in stretches:
+        clocks, watts = sorted(c for _, c, _, _ in st), sorted(w for _, _, w, _ in st)
+        capped = sum(1 for *_, reasons in st if reasons & 0x4)
+        print(f"{st[0][0]}-{st[-1][0]}  {len(st):3d} samples  SM clock lowest {clocks[0]} middle "
+              f"{clocks[len(clocks) // 2]} MHz  power middle {watts[len(watts) // 2]:.0f} highest {watts[-1]:.0f} W  "
+              f"power cap in {capped}")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "--markdown":
         markdown(sys.argv[2])
@@ -232,6 +290,10 @@ if __name__ == "__main__":
         targets(sys.argv[2:], "prepared_s")
     elif sys.argv[1] == "--tally":
         tally(sys.argv[2:])
+    elif sys.argv[1] == "--smi":
+        smi(sys.argv[2])
+    elif sys.argv[1] == "--nrhs":
+        nrhs(sys.argv[2])
     elif sys.argv[1] == "--tally-prepared":
         tally(sys.argv[2:], "prepared_s")
     else:

@@ -41,6 +41,9 @@ class BenchConfig:
     #: Copy bandwidth (bytes/s) for the floor, if already measured on these
     #: ranks (a sweep reuses it across grids of one size); None measures it.
     copy_bandwidth: float | None = None
+    #: Seconds of products run back to back before any is timed: the
+    #: sustained rate, where a device's power limit slows long runs.
+    warmup_s: float = 0.0
 
 
 def dense_matrix(f: np.ndarray) -> np.ndarray:
@@ -95,6 +98,25 @@ def random_slab(seed: int, Nd: int, Nm: int, Nt: int, rows: tuple[int, int], col
 
 #: Rounds in which the waited-for ways of running a product take turns.
 ROUNDS = 5
+
+
+def _warm_up(fn: Callable[[], Any], seconds: float, synchronize: Callable[[], None],
+             agree: Callable[[int], int] = lambda n: n) -> int:
+    """Run ``fn`` back to back for about ``seconds``, in turns that each end
+    with a synchronisation: one call, then as many as the mean time so far
+    says fill the rest (at most as many as ran before, so that a slow first
+    call, which may record a graph, does not stop it short).  ``agree``
+    makes each turn's count every rank's largest, so that collective calls
+    match.  Returns the number of calls, 0 when ``seconds`` is not positive."""
+    calls, n, t0 = 0, 1 if seconds > 0 else 0, time.perf_counter()
+    while n > 0:
+        for _ in range(n):
+            fn()
+        synchronize()
+        calls += n
+        elapsed = time.perf_counter() - t0
+        n = agree(int(min(seconds - elapsed, elapsed) / (elapsed / calls)))
+    return calls
 
 
 def _waited_medians(calls: dict[str, Callable[[], Any]], reps: int, synchronize: Callable[[], None],
@@ -175,6 +197,8 @@ def run_bench(cfg: BenchConfig, grid: Any = None) -> dict[str, Any]:
     if isinstance(grid, SerialGrid):  # the result written into one array of the caller's (no allocation)
         out = be.empty((cfg.Nm if cfg.adjoint else cfg.Nd, cfg.Nt, cfg.nrhs), np.float64)
         calls.update(into=lambda: apply(x, out=out), prepared=op.prepare(x, adjoint=cfg.adjoint, out=out))
+    agree = (lambda n: n) if comm is None else (lambda n: comm.allreduce(n, op=_mpi_max()))
+    warmup_products = _warm_up(lambda: apply(x), cfg.warmup_s, sync, agree)
     grid.reset_comm_stats()
     waited = _waited_medians(calls, cfg.reps, sync)  # reps + 1 products of each; only the first talks
     time_s = slowest(waited["time"])
@@ -206,6 +230,8 @@ def run_bench(cfg: BenchConfig, grid: Any = None) -> dict[str, Any]:
         "precision": prec.code,
         "adjoint": cfg.adjoint,
         "setup_s": setup_s,
+        "warmup_s": cfg.warmup_s,
+        "warmup_products": warmup_products,
         "time_s": time_s,
         "time_per_vector_s": time_s / cfg.nrhs,
         "back_to_back_s": back_to_back_s,

@@ -9,8 +9,9 @@ import math
 import pytest
 from mpitools import all_true, assert_same_error, comm  # noqa: F401
 
-from fftmatvec.bench import BenchConfig
+from fftmatvec.bench import BenchConfig, run_bench
 from fftmatvec.errors import ConfigError
+from fftmatvec.grid import ProcessGrid
 from fftmatvec.scaling import add_efficiency, run_sweep
 
 GRIDS = [(1, 1), (1, 2), (2, 1), (1, 3), (2, 2), (3, 1), (3, 3)]
@@ -43,3 +44,14 @@ def test_an_error_on_a_subgrid_reaches_the_idle_ranks(comm):
     # Nd=1 with 2 grid rows: the sub-grid's ranks fail alike, the others learn it from the vote
     assert_same_error(comm, lambda: run_sweep(_cfg(precision="dxdxd"), "strong", [(1, 2)], comm=comm),
                       ConfigError, "grid 1x2", "dxdxd")
+
+
+
+@pytest.mark.mpi(min_size=2)
+def test_a_warm_up_runs_as_many_products_on_every_rank(comm):
+    # each rank times its own first product; the count is every rank's largest, so the broadcasts and
+    # reductions of the products match (a rank that ran fewer would leave the others waiting)
+    with ProcessGrid(comm, (1, comm.size)) as grid:
+        result = run_bench(_cfg(warmup_s=0.02 * (1 + comm.rank)), grid)
+    counts = comm.allgather(result["warmup_products"])
+    assert counts == [counts[0]] * comm.size and counts[0] >= 2 and result["rel_error"] < 1e-12

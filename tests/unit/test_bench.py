@@ -1,6 +1,9 @@
-"""The bench's timing helpers: the ways of running a product take turns."""
+"""The bench's timing helpers: the ways of running a product take turns,
+after a warm-up of products back to back."""
 
-from fftmatvec.bench import _median_time, _waited_medians
+import time
+
+from fftmatvec.bench import _median_time, _waited_medians, _warm_up
 
 
 def _recorder(order, name):
@@ -27,3 +30,26 @@ def test_median_time_is_one_way_alone():
     order = []
     assert _median_time(_recorder(order, "a"), 4, lambda: None) >= 0
     assert order == ["a"] * 5
+
+
+def test_warm_up_fills_its_seconds_in_turns():
+    order, syncs, agreed = [], [], []
+
+    def product():  # about 2 ms a call
+        order.append("p")
+        time.sleep(0.002)
+
+    t0 = time.perf_counter()
+    n = _warm_up(product, 0.05, lambda: syncs.append(len(order)), agree=lambda k: agreed.append(k) or k)
+    assert 0.045 <= time.perf_counter() - t0 < 0.2 and n == len(order) and 2 <= n <= 26
+    assert syncs[0] == 1 and syncs[-1] == n  # one call first, a synchronisation after each turn
+    assert all(b <= 2 * a for a, b in zip(syncs, syncs[1:]))  # a turn at most doubles the calls
+    assert len(agreed) == len(syncs) and agreed[-1] == 0  # every turn's count agreed, the last none
+
+
+def test_warm_up_takes_the_agreed_count_and_none_for_no_seconds():
+    order = []
+    counts = iter([2, 5, 0])  # what the other ranks want, whatever this one's clock says
+    assert _warm_up(_recorder(order, "p"), 1e-9, lambda: None, agree=lambda n: next(counts)) == 8
+    assert order == ["p"] * 8
+    assert _warm_up(_recorder(order, "q"), 0.0, lambda: None) == 0 and "q" not in order

@@ -77,6 +77,15 @@ def test_bench_json(capsys):
     assert result["into_out_s"] > 0 and result["prepared_s"] > 0
     assert set(result["stages"]) == {"pad", "fft", "sbgemv", "ifft", "unpad"}
     assert result["rel_error"] < 1e-13 and result["reference"] == "dense"
+    assert result["warmup_s"] == 0 and result["warmup_products"] == 0  # none by default
+
+
+def test_bench_warmup_option(capsys):
+    assert main(["bench", "--Nm", "5", "--Nd", "2", "--Nt", "4", "-N", "2", "--warmup", "0.05", "--json"]) == 0
+    out = capsys.readouterr().out
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["warmup_s"] == 0.05 and result["warmup_products"] >= 2 and "warm-up" in out
+    assert main(["bench", "--Nm", "5", "--Nd", "2", "--Nt", "4", "--warmup", "-1"]) == 2
 
 
 def test_bench_adjoint_mixed_precision_error_level(capsys):

@@ -20,6 +20,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text}")
+    return value
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="benchmark F m or F^T d on random data")
     p.add_argument("--Nm", type=_positive, required=True,
@@ -30,6 +37,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--precision", default="ddddd", metavar="CODE", help="five-letter stage precision code")
     p.add_argument("--adjoint", action="store_true", help="time F^T d instead of F m")
     p.add_argument("-N", "--reps", type=_positive, default=10, help="timed repetitions (median reported)")
+    p.add_argument("--warmup", type=_seconds, default=0.0, metavar="SECONDS",
+                   help="run products back to back this long before timing any, for the sustained rate: an "
+                   "H200's power limit slows products with many right-hand sides after a fraction of a second "
+                   "(docs/gpu.md; default 0)")
     p.add_argument("--check", action="store_true", help="relative error against a float64 dense or FFT reference")
     p.add_argument("--compare-naive", action="store_true",
                    help="also time the naive pipeline (and dense F where it fits)")
@@ -52,6 +63,8 @@ def _report(r: dict) -> None:
     op = "F^T d" if r["adjoint"] else "F m"
     print(f"{op}  Nm={r['Nm']} Nd={r['Nd']} Nt={r['Nt']} K={r['nrhs']}  precision={r['precision']}  "
           f"device={r['device']}  grid={r['grid']} ({r['ranks']} ranks; times of the slowest rank)")
+    if r["warmup_products"]:
+        print(f"  warm-up           {r['warmup_products']} products back to back ({r['warmup_s']:g} s) before timing")
     print(f"  time per product  {r['time_s'] * 1e3:10.3f} ms  ({r['time_per_vector_s'] * 1e3:.3f} ms per vector)")
     print(f"  back to back      {r['back_to_back_s'] * 1e3:10.3f} ms per product (no wait between products)")
     if r.get("into_out_s") is not None:
@@ -82,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = BenchConfig(
         Nm=args.Nm, Nd=args.Nd, Nt=args.Nt, nrhs=args.nrhs, precision=args.precision, adjoint=args.adjoint,
         reps=args.reps, check=args.check, compare_naive=args.compare_naive, device=args.device, seed=args.seed,
+        warmup_s=args.warmup,
     )
     if args.sweep is not None:
         if args.grid is not None:
