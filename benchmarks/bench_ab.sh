@@ -10,7 +10,8 @@
 # right-hand sides; with "big16" only the big `ddssd` adjoint, the big
 # `ddddd` product and the latter with 16 right-hand sides; with "k16" only the
 # big `dssdd` product with 16 right-hand sides, with "k16d" only the big
-# `ddddd` one, with "adj" only the big `ddssd` and `ddddd` adjoints.  One
+# `ddddd` one, with "adj" only the big `ddssd` and `ddddd` adjoints, with "adjk" only the big
+# adjoints with several right-hand sides (`ddssd` with 8 and 16, `ddddd` with 16).  One
 # JSON line per run appended to $2, with "source" ($1 or "tree"), "round" and "command".
 # usage: bash benchmarks/bench_ab.sh e0ec1ac benchmarks/results/h200-bench-ab.jsonl
 #        bash benchmarks/bench_ab.sh FFTMATVEC_L2_PREFETCH_BYTES=0 out.jsonl big
@@ -39,6 +40,8 @@ runs=("$SMALL --precision ddddd" "$SMALL --precision ddddd --adjoint" "$MID --pr
 [ "$rows" = k16 ] && runs=("$BIG --precision dssdd --nrhs 16")
 [ "$rows" = k16d ] && runs=("$BIG --precision ddddd --nrhs 16")
 [ "$rows" = adj ] && runs=("$BIG --precision ddssd --adjoint" "$BIG --precision ddddd --adjoint")
+[ "$rows" = adjk ] && runs=("$BIG --precision ddssd --adjoint --nrhs 8" "$BIG --precision ddssd --adjoint --nrhs 16"
+                            "$BIG --precision ddddd --adjoint --nrhs 16")
 for round in 1 2; do
   for source in "$rev" tree; do
     src=$PWD/src
