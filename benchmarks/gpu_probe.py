@@ -629,14 +629,13 @@ def main(argv=None) -> int:
         be._launch.clear()
 
     def part_adj_variants():
-        """sbgemm_adj_tc's tiles (W, KS, NS, MINB) at K = 8 and 16, big size, each as sbgemm_adj_tc and (where
-        the device has mbarriers) as sbgemm_adj_pipe, checked against cuBLAS's adjoint product and timed
-        beside it."""
+        """sbgemm_adj_tc's tiles (W, KS, NS, MINB) at K = 8 and 16, big size, each checked against cuBLAS's
+        adjoint product and timed beside it."""
         eng = get_big()
-        saved = dict(be.adj_tensor), dict(be.adj_tensor_min_k), dict(be.blas_min_k), be.adj_pipe
+        saved = dict(be.adj_tensor), dict(be.adj_tensor_min_k), dict(be.blas_min_k)
         tiles = {C128: [(4, 2, 3, 2), (4, 2, 4, 2), (4, 2, 2, 3)],
                  C64: [(4, 4, 3, 2), (4, 2, 4, 2), (4, 4, 4, 2), (4, 4, 2, 4), (4, 2, 3, 4), (4, 2, 2, 4),
-                       (4, 4, 3, 3), (4, 4, 5, 2), (8, 4, 3, 1), (8, 4, 4, 1)]}
+                       (4, 4, 3, 3)]}
         for ta in (C64, C128):
             if str(ta) not in args.gemm_dtypes.split(","):
                 continue
@@ -651,18 +650,16 @@ def main(argv=None) -> int:
                 ref = m.copy()
                 be.adj_tensor_min_k[ta] = 1
                 for tile in tiles[ta]:
-                    for pipe in (False, True) if be.mbarriers else (False,):
-                        be.adj_tensor[ta], be.adj_pipe = tile, pipe
-                        be._launch.clear()
-                        m[...] = 0
-                        t = timeit(lambda: be.sbgemv(A, d, m, adjoint=True), reps=5)
-                        fn, grid, block, smem, tail = next(v for k, v in be._launch.items() if k[0] == "gemm-adj")
-                        emit(what="gemm_variant", ta=str(ta), K=K, kind="adj-tensor",
-                             kernel="sbgemm_adj_pipe" if block[0] > 32 * tile[0] else "sbgemm_adj_tc", tile=tile,
-                             S=None, S_used=int(tail[4]), regs=int(fn.num_regs), local_bytes=int(fn.local_size_bytes),
-                             grid=grid, block=block, smem=smem, time_s=t, floor_ratio=t / (A.nbytes / bw),
-                             rel_vs_cublas=float(cp.linalg.norm(m - ref) / cp.linalg.norm(ref)))
-        be.adj_tensor, be.adj_tensor_min_k, be.blas_min_k, be.adj_pipe = saved
+                    be.adj_tensor[ta] = tile
+                    be._launch.clear()
+                    m[...] = 0
+                    t = timeit(lambda: be.sbgemv(A, d, m, adjoint=True), reps=5)
+                    fn, grid, block, smem, tail = next(v for k, v in be._launch.items() if k[0] == "gemm-adj")
+                    emit(what="gemm_variant", ta=str(ta), K=K, kind="adj-tensor", kernel="sbgemm_adj_tc", tile=tile,
+                         S=None, S_used=int(tail[4]), regs=int(fn.num_regs), local_bytes=int(fn.local_size_bytes),
+                         grid=grid, block=block, smem=smem, time_s=t, floor_ratio=t / (A.nbytes / bw),
+                         rel_vs_cublas=float(cp.linalg.norm(m - ref) / cp.linalg.norm(ref)))
+        be.adj_tensor, be.adj_tensor_min_k, be.blas_min_k = saved
         be._launch.clear()
 
     def engine_runs(eng, codes, K, label, naive=True, stages=True):

@@ -6,9 +6,8 @@
 // engine that bring its chunks in; compute capability 9.0) and sbgemm_wg_pipe
 // (complex64, 9-16 right-hand sides, 65-128 rows, on Hopper's warpgroup MMA,
 // fed as sbgemm_tc_pipe), which the backend takes first where they can run.
-// Adjoint: sbgemm_adj_tc (on the tensor cores; CUDA only) and sbgemm_adj_pipe
-// (the same fed by a warp of its own and the copy engine; compute capability
-// 9.0), at the end of the file.
+// Adjoint: sbgemm_adj_tc (on the tensor cores; CUDA only), at the end of the
+// file.
 //
 //   A : rows of Fhat, row i of frequency f at A + (f * lda + i) * nm (lda >= nd), complex TA
 //   X : (nf, nm, K) complex TX (cast to TA when staged)
@@ -1119,78 +1118,6 @@ sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
 // (complex128), AS = BJ (complex128) or BJ + 8 (complex64: the four rows of a
 // fragment load then fall in the two halves of the banks).
 // ---------------------------------------------------------------------------
-namespace fmv {
-
-// The adjoint's products of one chunk of a tile of A in a stage of shared memory (sbgemm_adj_tc,
-// sbgemm_adj_pipe): ab the lane's first value of A there (row t, column 16 warp + g of the stage, rows AS
-// apart), chunk rc of its tile (rows rc BI ..), X[f] staged in xs (XS apart, rows past nd zero), steps = ceil(nd
-// / 8) k-steps in all.  Float32 tensor sums restart every FOLD k-steps (TensorProduct::fold).
-template <typename TA, int KB, int KS, int AS, int XS>
-FMV_DEV void adj_chunk_products(Sums3M<typename real_of<TA>::type, KB / 8>& acc, const TA* ab, const TA* xs, int rc,
-                                int steps, int g, int t) {
-    typedef TensorProduct<TA> Product;
-    constexpr int NH = KB / 8, FOLD = 16;
-#pragma unroll
-    for (int q = 0; q < KS; ++q) {
-        const int s = rc * KS + q;
-        if (s < steps) {
-            TA a[4];
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {  // fragment element e: row 8 q + t (+4 for e >= 2), column g (+8 for odd e)
-                const TA v = ab[(8 * q + 4 * (e >> 1)) * AS + 8 * (e & 1)];
-                a[e] = cmake<TA>(v.x, -v.y);
-            }
-            const typename Product::AFragments frag = Product::a_fragments(a);
-            const TA* xb = xs + (8 * s + t) * XS + g;
-#pragma unroll
-            for (int h = 0; h < NH; ++h)
-                Product::products(acc.terms[h], acc.terms[NH + h], acc.terms[2 * NH + h], frag, xb[8 * h],
-                                  xb[4 * XS + 8 * h]);
-            if (Product::fold && (s + 1) % FOLD == 0) acc.add_terms();
-        }
-    }
-}
-
-// A warp's sums of its 16 columns jt .. jt + 15 of a tile into Y[f] (yf: right-hand side k0's place; columns
-// past jend and right-hand sides past kn left out), then the sums start again from zero.
-template <typename TA, int KB>
-FMV_DEV void adj_store_tile(Sums3M<typename real_of<TA>::type, KB / 8>& acc, TA* yf, int jt, int jend, int kn, int K,
-                            int g, int t) {
-    constexpr int NH = KB / 8;
-    acc.add_terms();
-#pragma unroll
-    for (int h = 0; h < NH; ++h)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {  // fragment element e: row g (+8 for e >= 2), column 2t + (e & 1)
-            const int j = jt + g + 8 * (e >> 1), k = 8 * h + 2 * t + (e & 1);
-            if (j < jend && k < kn) yf[(index_t)j * K + k] = cmake<TA>(acc.sum[h][e], acc.sum[NH + h][e]);
-        }
-    acc = Sums3M<typename real_of<TA>::type, NH>();
-}
-
-// X[f]'s right-hand sides k0 .. k0 + kn - 1 into xs ([rows][XS], cast to TA), zeros past nd and kn, by the
-// block's threads.
-template <typename TA, typename TX, int KB, int XS>
-FMV_DEV void adj_stage_x(TA* xs, const TX* xf, int rows, int nd, int kn, int K) {
-    for (int e = threadIdx.x; e < rows * KB; e += blockDim.x) {
-        const int i = e / KB, k = e % KB;
-        xs[i * XS + k] = i < nd && k < kn ? cload<TA>(xf + (index_t)i * K + k) : czero<TA>();
-    }
-}
-
-// `bytes` (a multiple of 16) from global src to shared dst (both 16-byte aligned) by the copy engine, counted
-// down from bar's transactions.
-FMV_DEV void bulk_copy(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
-#ifdef FMV_MBARRIER
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     smem_address(dst)),
-                 "l"(src), "r"(bytes), "r"(smem_address(bar))
-                 : "memory");
-#endif
-}
-
-}  // namespace fmv
-
 template <typename TA, typename TX, int KB, int W, int KS, int NS, int VA, int MINB>
 __global__ void __launch_bounds__(32 * W, MINB)
 sbgemm_adj_tc(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm,
@@ -1198,12 +1125,14 @@ sbgemm_adj_tc(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict
     fmv::let_next_grid_start();
     fmv::wait_for_prior_grids();
     typedef typename fmv::real_of<TA>::type R;
+    typedef fmv::TensorProduct<TA> Product;
     constexpr int NH = KB / 8;  // tiles of 8 output columns per half (Re, Im)
     constexpr int XS = KB + (sizeof(TA) == 16 ? 2 : 4);
     constexpr int BJ = 16 * W, BI = 8 * KS;
     constexpr int AS = BJ + (sizeof(TA) == 16 ? 0 : 8);
     constexpr int CPR = BJ / VA;         // copies per row of a chunk
     constexpr int RP = 32 * W / CPR;     // rows copied at a time by the block
+    constexpr int FOLD = 16;
     static_assert((KB == 8 || KB == 16) && NS >= 2 && (VA == 1 || VA == 2) && BI % RP == 0, "tile");
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     const int C = fmv::max_(1, (nd + BI - 1) / BI);
@@ -1212,7 +1141,11 @@ sbgemm_adj_tc(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict
 
     const int split = blockIdx.x % S, f = blockIdx.x / S;
     const int k0 = blockIdx.y * KB, kn = fmv::min_(KB, K - k0);
-    fmv::adj_stage_x<TA, TX, KB, XS>(xs, X + (index_t)f * nd * K + k0, C * BI, nd, kn, K);
+    const TX* xf = X + (index_t)f * nd * K + k0;
+    for (int e = threadIdx.x; e < C * BI * KB; e += blockDim.x) {
+        const int i = e / KB, k = e % KB;
+        xs[i * XS + k] = i < nd && k < kn ? fmv::cload<TA>(xf + (index_t)i * K + k) : fmv::czero<TA>();
+    }
 
     const int jbeg = split * cw, jend = fmv::min_(nm, jbeg + cw);
     const int ntiles = jend > jbeg ? (jend - jbeg + BJ - 1) / BJ : 0;
@@ -1238,94 +1171,43 @@ sbgemm_adj_tc(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict
     TA* yf = Y + (index_t)f * nm * K + k0;
     fmv::Sums3M<R, NH> acc;
     fmv::for_each_staged_chunk<NS>(ntiles * C, issue, [&](int c) {
-        fmv::adj_chunk_products<TA, KB, KS, AS, XS>(acc, as + (c % NS) * BI * AS + t * AS + 16 * warp + g, xs,
-                                                    c % C, steps, g, t);
-        if (c % C == C - 1)  // the tile's last chunk: store its sums, start the next tile's from zero
-            fmv::adj_store_tile<TA, KB>(acc, yf, jbeg + c / C * BJ + 16 * warp, jend, kn, K, g, t);
-    });
-}
-
-// ---------------------------------------------------------------------------
-// Adjoint product on the tensor cores as in sbgemm_adj_tc, its chunks of A
-// brought in by a warp of its own (compute capability 9.0), as
-// sbgemm_tc_pipe's are for the forward product.  Warps 0 .. W - 1 compute as
-// sbgemm_adj_tc's do.  Warp W, the producer, copies each chunk's rows (< nd)
-// into a stage of shared memory, a row a lane, by bulk copies (the copy
-// engine: no registers held, no instruction of the computing warps), which
-// count down the stage's `full` barrier.  A computing warp waits there, takes
-// the chunk's products and arrives at the stage's `empty` barrier, which the
-// producer waits on before it refills the stage: no barrier holds the block
-// together between chunks.  Rows past nd are never copied: the stages start
-// as zeros, as X's rows there are.  Columns past a split's end keep what the
-// stage held (finite values); their sums are not stored.  Needs every row
-// piece 16-byte aligned and a multiple of 16 bytes: A 16-byte aligned and,
-// in complex64, nm and cw even.
-// Launch: blockDim.x = 32 (W + 1), gridDim as sbgemm_adj_tc's, dynamic
-// shared memory 16 NS + (C BI XS + NS BI AS) sizeof(TA) bytes (the barriers,
-// then X[f] and the stages as sbgemm_adj_tc's).
-// ---------------------------------------------------------------------------
-template <typename TA, typename TX, int KB, int W, int KS, int NS, int MINB>
-__global__ void __launch_bounds__(32 * (W + 1), MINB)
-sbgemm_adj_pipe(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm,
-                int K, int S, int cw) {
-    fmv::let_next_grid_start();
-    fmv::wait_for_prior_grids();
-    typedef typename fmv::real_of<TA>::type R;
-    constexpr int NH = KB / 8;
-    constexpr int XS = KB + (sizeof(TA) == 16 ? 2 : 4);
-    constexpr int BJ = 16 * W, BI = 8 * KS;
-    constexpr int AS = BJ + (sizeof(TA) == 16 ? 0 : 8);
-    static_assert((KB == 8 || KB == 16) && NS >= 2 && BI <= 32 && AS * sizeof(TA) % 16 == 0, "tile");
-    extern __shared__ double2 fmv_smem[];
-    unsigned long long* full = reinterpret_cast<unsigned long long*>(fmv_smem);  // [NS]
-    unsigned long long* empty = full + NS;                                       // [NS]
-    const int C = fmv::max_(1, (nd + BI - 1) / BI);
-    TA* xs = reinterpret_cast<TA*>(empty + NS);  // [C BI][XS]
-    TA* as = xs + C * BI * XS;                   // [NS][BI][AS]
-
-    const int split = blockIdx.x % S, f = blockIdx.x / S;
-    const int k0 = blockIdx.y * KB, kn = fmv::min_(KB, K - k0);
-    fmv::adj_stage_x<TA, TX, KB, XS>(xs, X + (index_t)f * nd * K + k0, C * BI, nd, kn, K);
-    for (int e = threadIdx.x; e < NS * BI * AS; e += blockDim.x) as[e] = fmv::czero<TA>();
-    if (threadIdx.x < NS) {
-        fmv::mbar_init(full + threadIdx.x, 1);
-        fmv::mbar_init(empty + threadIdx.x, W);
-    }
-    fmv::mbar_init_fence();
-    __syncthreads();
-
-    const int jbeg = split * cw, jend = fmv::min_(nm, jbeg + cw);
-    const int nchunks = (jend > jbeg ? (jend - jbeg + BJ - 1) / BJ : 0) * C;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (warp == W) {  // the producer: chunk c, rows (c % C) BI .. of tile c / C, into stage c % NS
-        const TA* af = A + (index_t)f * nd * nm;
-        for (int c = 0; c < nchunks; ++c) {
-            const int s = c % NS, i0 = c % C * BI, j0 = jbeg + c / C * BJ;
-            if (c >= NS) fmv::mbar_wait(empty + s, (c / NS - 1) & 1);
-            // the stage's last reads (and the zeros written first) before the copy engine's writes
-            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-            const int rows = fmv::min_(BI, nd - i0);
-            const unsigned bytes = (unsigned)(fmv::min_(BJ, jend - j0) * sizeof(TA));
-            if (lane == 0) fmv::mbar_arrive_expect_tx(full + s, rows * bytes);
-            __syncwarp();
-            if (lane < rows)
-                fmv::bulk_copy(as + (s * BI + lane) * AS, af + (index_t)(i0 + lane) * nm + j0, bytes, full + s);
+        const int rc = c % C;
+        // this lane's values of A at k-step q of the chunk, fragment element e: row 8 q + t (+4 for e >= 2),
+        // column 16 warp + g (+8 for odd e) of the tile
+        const TA* ab = as + (c % NS) * BI * AS + t * AS + 16 * warp + g;
+#pragma unroll
+        for (int q = 0; q < KS; ++q) {
+            const int s = rc * KS + q;
+            if (s < steps) {
+                TA a[4];
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const TA v = ab[(8 * q + 4 * (e >> 1)) * AS + 8 * (e & 1)];
+                    a[e] = fmv::cmake<TA>(v.x, -v.y);
+                }
+                const typename Product::AFragments frag = Product::a_fragments(a);
+                const TA* xb = xs + (8 * s + t) * XS + g;
+#pragma unroll
+                for (int h = 0; h < NH; ++h)
+                    Product::products(acc.terms[h], acc.terms[NH + h], acc.terms[2 * NH + h], frag, xb[8 * h],
+                                      xb[4 * XS + 8 * h]);
+                if (Product::fold && (s + 1) % FOLD == 0) acc.add_terms();
+            }
         }
-        return;
-    }
-    const int g = lane >> 2, t = lane & 3;
-    const int steps = (nd + 7) / 8;
-    TA* yf = Y + (index_t)f * nm * K + k0;
-    fmv::Sums3M<R, NH> acc;
-    for (int c = 0; c < nchunks; ++c) {
-        const int s = c % NS;
-        fmv::mbar_wait(full + s, (c / NS) & 1);
-        fmv::adj_chunk_products<TA, KB, KS, AS, XS>(acc, as + s * BI * AS + t * AS + 16 * warp + g, xs, c % C, steps,
-                                                    g, t);
-        __syncwarp();
-        if (lane == 0) fmv::mbar_arrive(empty + s);  // this warp is done with the stage
-        if (c % C == C - 1) fmv::adj_store_tile<TA, KB>(acc, yf, jbeg + c / C * BJ + 16 * warp, jend, kn, K, g, t);
-    }
+        if (rc == C - 1) {  // the tile's last chunk: store its sums, start the next tile's from zero
+            acc.add_terms();
+            const int jt = jbeg + c / C * BJ + 16 * warp;
+#pragma unroll
+            for (int h = 0; h < NH; ++h)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {  // fragment element e: row g (+8 for e >= 2), column 2t + (e & 1)
+                    const int j = jt + g + 8 * (e >> 1), k = 8 * h + 2 * t + (e & 1);
+                    if (j < jend && k < kn)
+                        yf[(index_t)j * K + k] = fmv::cmake<TA>(acc.sum[h][e], acc.sum[NH + h][e]);
+                }
+            acc = fmv::Sums3M<R, NH>();
+        }
+    });
 }
 #endif  // !FMV_HIP
 
@@ -1377,10 +1259,5 @@ FMV_ADJ_TC(double2, double2, 16, 4, 2, 3, 1, 2)
 FMV_ADJ_TC(double2, float2, 8, 4, 2, 3, 1, 2)
 FMV_ADJ_TC(float2, float2, 16, 4, 4, 3, 2, 2)
 FMV_ADJ_TC(float2, double2, 8, 4, 4, 3, 1, 2)
-#define FMV_ADJ_PIPE(TA, TX, KB, W, KS, NS, MINB)                                                            \
-    template __global__ void sbgemm_adj_pipe<TA, TX, KB, W, KS, NS, MINB>(const TA*, const TX*, TA*, int, int, int, \
-                                                                          int, int, int);
-FMV_ADJ_PIPE(double2, double2, 16, 4, 2, 3, 2)
-FMV_ADJ_PIPE(float2, float2, 16, 4, 4, 3, 2)
 #endif
 #endif

@@ -946,29 +946,23 @@ def test_sbgemm_tc_accuracy(gemm_gpu, rng):
         assert errs[kind] < 2 * errs["sbgemm_staged"], errs
 
 
-@pytest.mark.parametrize("pipe", [False, True], ids=["tc", "pipe"])
 @pytest.mark.parametrize("tile", [None, (8, 2, 4, 1), (4, 1, 3, 2), (2, 4, 2, 2)], ids=["default", "w8", "w4", "w2"])
 @pytest.mark.parametrize(
     "ta,tx", [(np.complex128, np.complex128), (np.complex64, np.complex64), (np.complex64, np.complex128),
               (np.complex128, np.complex64)], ids=["zz", "cc", "cz", "zc"])
-def test_sbgemm_adj_tc(gpu, rng, ta, tx, tile, pipe):
-    """sbgemm_adj_tc, and with ``pipe`` sbgemm_adj_pipe (its chunks brought
-    in by a warp of its own by bulk copies), with the default tile (``tile``
-    None) and others against einsum in float64: rows not a multiple of the
-    tensor core's depth (8) or of a staged chunk, columns not a multiple of
-    the warp's tile (16) or of the block's, odd column counts (complex64
-    copied one value at a time, and by sbgemm_adj_tc even with ``pipe``:
-    bulk copies need 16-byte rows), K from 3 to 16 (one or two tiles of 8
-    right-hand sides, unused ones), forced column splits, no rows at all."""
+def test_sbgemm_adj_tc(gpu, rng, ta, tx, tile):
+    """sbgemm_adj_tc with the default tile (``tile`` None) and others against
+    einsum in float64: rows not a multiple of the tensor core's depth (8) or
+    of a staged chunk, columns not a multiple of the warp's tile (16) or of
+    the block's, odd column counts (complex64 copied one value at a time), K
+    from 3 to 16 (one or two tiles of 8 right-hand sides, unused ones), forced
+    column splits, no rows at all."""
     be = gpu
     if not be.tensor_cores_for(ta):
         pytest.skip("no tensor cores for this dtype")
-    if pipe and not be.mbarriers:
-        pytest.skip("no mbarriers (compute capability 9.0) for sbgemm_adj_pipe")
     tol = 5e-14 if ta == np.complex128 else 2e-6
-    saved = dict(be.adj_tensor_min_k), be.gemm_splits, dict(be.adj_tensor), be.adj_pipe
+    saved = dict(be.adj_tensor_min_k), be.gemm_splits, dict(be.adj_tensor)
     be.adj_tensor_min_k = {key: 3 for key in be.adj_tensor_min_k}
-    be.adj_pipe = pipe
     if tile is not None:
         be.adj_tensor[np.dtype(ta)] = tile
     try:
@@ -984,12 +978,10 @@ def test_sbgemm_adj_tc(gpu, rng, ta, tx, tile, pipe):
                 got = out.get()
                 assert np.all(np.isfinite(got)), (nf, nd, nm, K, S)
                 assert rel_err(got, ref) < tol * np.sqrt(max(nd, 1)), (nd, nm, K, S)  # nd = 0: exact zeros
-                piped = pipe and (np.dtype(ta).itemsize == 16 or nm % 2 == 0)
-                key = ("gemm-adj", nf, nd, nm, K, np.dtype(ta), np.dtype(tx), be.adj_tensor[np.dtype(ta)], S, piped)
-                W = be.adj_tensor[np.dtype(ta)][0]
-                assert be._launch[key][2] == (32 * (W + piped),), key  # the kernel ran, with its producer warp
+                key = ("gemm-adj", nf, nd, nm, K, np.dtype(ta), np.dtype(tx), be.adj_tensor[np.dtype(ta)], S)
+                assert be._launch.get(key) is not None, key  # sbgemm_adj_tc ran
     finally:
-        be.adj_tensor_min_k, be.gemm_splits, be.adj_tensor, be.adj_pipe = saved
+        be.adj_tensor_min_k, be.gemm_splits, be.adj_tensor = saved
 
 
 @pytest.mark.parametrize("ta", [np.complex64, np.complex128], ids=["c", "z"])

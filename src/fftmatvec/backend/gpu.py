@@ -545,9 +545,6 @@ class GPUBackend(Backend):
         # in complex128 and 1.40 against 1.70x in complex64; at K = 2-4 the two are within 3%)
         self.adj_tensor: dict[np.dtype, tuple | None] = {c64: (4, 4, 3, 2), c128: (4, 2, 3, 2)}
         self.adj_tensor_min_k = {c64: 5, c128: 5}
-        # ... as sbgemm_adj_pipe, its chunks of Fhat brought in by a warp of its own and the copy engine, where the
-        # device has mbarriers and the rows allow bulk copies (docs/gpu.md, stop 52)
-        self.adj_pipe = self.mbarriers and os.environ.get("FFTMATVEC_ADJ_PIPE", "1") != "0"
         self.real_gemm = {np.dtype(np.complex64): False, np.dtype(np.complex128): False}
         self.fwd_splits: int | None = None  # column splits of the forward kernel (None: automatic)
         # threads that share a row group of the forward kernel (None: automatic)
@@ -1677,10 +1674,9 @@ class GPUBackend(Backend):
         nf, nd, nm = Fhat.shape
         K = x_hat.shape[2]
         ta = np.dtype(Fhat.dtype)
-        pipe = self.adj_pipe and Fhat.data.ptr % 16 == 0 and (ta.itemsize == 16 or nm % 2 == 0)  # bulk copies' rows
-        key = ("gemm-adj", nf, nd, nm, K, ta, x_hat.dtype, self.adj_tensor.get(ta), self.gemm_splits, pipe)
+        key = ("gemm-adj", nf, nd, nm, K, ta, x_hat.dtype, self.adj_tensor.get(ta), self.gemm_splits)
         if key not in self._launch:
-            self._launch[key] = self._adj_tensor_config(nf, nd, nm, K, ta, np.dtype(x_hat.dtype), pipe)
+            self._launch[key] = self._adj_tensor_config(nf, nd, nm, K, ta, np.dtype(x_hat.dtype))
         cfg = self._launch[key]
         if cfg is None:
             return False
@@ -1688,37 +1684,30 @@ class GPUBackend(Backend):
         self._run_kernel(fn, grid, block, (Fhat, x_hat, out) + tail, smem)
         return True
 
-    def _adj_tensor_config(self, nf, nd, nm, K, ta, tx, pipe: bool = False) -> tuple | None:
-        """Launch of ``sbgemm_adj_tc``, or with ``pipe`` of ``sbgemm_adj_pipe``
-        (the same products, a warp more bringing in the chunks): tile ``(W,
-        KS, NS, MINB)`` of :attr:`adj_tensor` (W computing warps a block, tiles
-        of 16 W columns, chunks of 8 KS rows, NS of them staged, registers
-        capped for MINB blocks a multiprocessor), 8 or 16 right-hand sides a
-        block, column splits in whole tiles; None where it does not apply (no
-        tile or tensor cores for the dtype, or the staged ``X[f]`` and chunks
-        do not fit in shared memory)."""
+    def _adj_tensor_config(self, nf, nd, nm, K, ta, tx) -> tuple | None:
+        """Launch of ``sbgemm_adj_tc``: tile ``(W, KS, NS, MINB)`` of
+        :attr:`adj_tensor` (W warps a block, tiles of 16 W columns, chunks of
+        8 KS rows, NS of them staged, registers capped for MINB blocks a
+        multiprocessor), 8 or 16 right-hand sides a block, column splits in
+        whole tiles; None where it does not apply (no tile or tensor cores for
+        the dtype, or the staged ``X[f]`` and chunks do not fit in shared memory)."""
         tile = self.adj_tensor.get(ta)
         if tile is None or not self.tensor_cores_for(ta):
             return None
         W, KS, NS, MINB = tile
         KB = 8 if K <= 8 else 16
         BI, BJ = 8 * KS, 16 * W
-        pipe = pipe and BI <= 32  # the producer copies a row a lane
+        VA = 2 if ta == np.complex64 and nm % 2 == 0 else 1  # 16-byte copies of complex64 pairs
         AS = BJ + (8 if ta == np.complex64 else 0)
-        smem = (max(1, -(-nd // BI)) * BI * tc_x_stride(ta, KB) + NS * BI * AS) * ta.itemsize + (16 * NS if pipe else 0)
+        smem = (max(1, -(-nd // BI)) * BI * tc_x_stride(ta, KB) + NS * BI * AS) * ta.itemsize
         if smem > self.smem_limit:
             return None
-        if pipe:
-            fn = kernels.kernel("sbgemm.cu", "sbgemm_adj_pipe", ta, tx, KB, W, KS, NS, MINB)
-        else:
-            VA = 2 if ta == np.complex64 and nm % 2 == 0 else 1  # 16-byte copies of complex64 pairs
-            fn = kernels.kernel("sbgemm.cu", "sbgemm_adj_tc", ta, tx, KB, W, KS, NS, VA, MINB)
-        threads = 32 * (W + pipe)
+        fn = kernels.kernel("sbgemm.cu", "sbgemm_adj_tc", ta, tx, KB, W, KS, NS, VA, MINB)
         _allow_shared_memory(fn, smem)
-        S = self._gemm_splits(fn, nf, threads, nm, BJ, smem)
+        S = self._gemm_splits(fn, nf, 32 * W, nm, BJ, smem)
         cw = -(-nm // (BJ * S)) * BJ
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(S), np.int32(cw))
-        return fn, (nf * S, -(-K // KB)), (threads,), smem, tail
+        return fn, (nf * S, -(-K // KB)), (32 * W,), smem, tail
 
     def _sbgemm_blas(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool) -> None:
         """Batched GEMM through cuBLAS, ``Fhat`` read in place (no conjugate
