@@ -46,7 +46,6 @@ def test_an_error_on_a_subgrid_reaches_the_idle_ranks(comm):
                       ConfigError, "grid 1x2", "dxdxd")
 
 
-
 @pytest.mark.mpi(min_size=2)
 def test_a_warm_up_runs_as_many_products_on_every_rank(comm):
     # each rank times its own first product; the count is every rank's largest, so the broadcasts and
