@@ -11,7 +11,8 @@
 # `ddddd` product and the latter with 16 right-hand sides; with "k16" only the
 # big `dssdd` product with 16 right-hand sides, with "k16d" only the big
 # `ddddd` one, with "adj" only the big `ddssd` and `ddddd` adjoints, with "adjk" only the big
-# adjoints with several right-hand sides (`ddssd` with 8 and 16, `ddddd` with 16).  One
+# adjoints with several right-hand sides (`ddssd` with 8 and 16, `ddddd` with 16), with "adjfew" only the big
+# adjoints with 3 and 4 right-hand sides (`ddssd` and `ddddd`).  One
 # JSON line per run appended to $2, with "source" ($1 or "tree"), "round" and "command".
 # usage: bash benchmarks/bench_ab.sh e0ec1ac benchmarks/results/h200-bench-ab.jsonl
 #        bash benchmarks/bench_ab.sh FFTMATVEC_L2_PREFETCH_BYTES=0 out.jsonl big
@@ -42,6 +43,8 @@ runs=("$SMALL --precision ddddd" "$SMALL --precision ddddd --adjoint" "$MID --pr
 [ "$rows" = adj ] && runs=("$BIG --precision ddssd --adjoint" "$BIG --precision ddddd --adjoint")
 [ "$rows" = adjk ] && runs=("$BIG --precision ddssd --adjoint --nrhs 8" "$BIG --precision ddssd --adjoint --nrhs 16"
                             "$BIG --precision ddddd --adjoint --nrhs 16")
+[ "$rows" = adjfew ] && runs=("$BIG --precision ddssd --adjoint --nrhs 3" "$BIG --precision ddssd --adjoint --nrhs 4"
+                              "$BIG --precision ddddd --adjoint --nrhs 3" "$BIG --precision ddddd --adjoint --nrhs 4")
 for round in 1 2; do
   for source in "$rev" tree; do
     src=$PWD/src

@@ -540,11 +540,13 @@ class GPUBackend(Backend):
         # sbgemm_adj_tc (the adjoint on the tensor cores) for adj_tensor_min_k <= K <= 16, before cuBLAS and
         # the one-column kernels: (W, KS, NS, MINB) (benchmarks/results/h200-probe-adjvar-tiles-stop33.jsonl, two
         # runs: 1.30-1.31x the floor in complex128 and 1.55-1.63x in complex64 at K = 16, 1.09-1.10 and 1.21x
-        # at K = 8, against cuBLAS's 1.59-1.60 and 3.08-3.15x; h200-probe-adjtc-stop33.jsonl, kgemm part: from
-        # K = 5, which costs it what K = 8 does, it is faster than the one-column kernels, 1.11 against 1.87x
-        # in complex128 and 1.40 against 1.70x in complex64; at K = 2-4 the two are within 3%)
+        # at K = 8, against cuBLAS's 1.59-1.60 and 3.08-3.15x); in complex64 from K = 3 on, where it is faster
+        # than the one-column kernels (h200-probe-kgemm-stop52.jsonl, kgemm part: K = 3 and 4 1219.2 and 1208.5
+        # us against 1306.1 and 1329.9, K = 2 1236.3 against 1179.4; through the bench, `ddssd` F^T d with K = 3
+        # 1306.2 against 1390.5 and 1401.9 us, h200-bench-ab-adjfew-stop52.jsonl); in complex128 from K = 5 (alone
+        # 4.9% and 2.4% faster at K = 3 and 4, but `ddddd` F^T d through the bench 1-3% slower there, the same files)
         self.adj_tensor: dict[np.dtype, tuple | None] = {c64: (4, 4, 3, 2), c128: (4, 2, 3, 2)}
-        self.adj_tensor_min_k = {c64: 5, c128: 5}
+        self.adj_tensor_min_k = {c64: 3, c128: 5}
         self.real_gemm = {np.dtype(np.complex64): False, np.dtype(np.complex128): False}
         self.fwd_splits: int | None = None  # column splits of the forward kernel (None: automatic)
         # threads that share a row group of the forward kernel (None: automatic)
