@@ -9,14 +9,8 @@ out=${1:-h200-bench-nrhs.jsonl}
 if [ -z "${SMI_LOGGED:-}" ]; then
   SMI_LOGGED=1 SMI_INTERVAL_MS=200 exec bash "$(dirname "$0")/smi_log.sh" "${out%.jsonl}-smi.csv" bash "$0" "$out"
 fi
-run() {  # args: bench options
-  echo "+ fftmatvec bench $* --device gpu --json" >&2
-  python3 -m fftmatvec bench "$@" --device gpu --json > /tmp/bench-one.txt 2> /tmp/bench-one.err
-  rc=$?
-  if [ $rc -ne 0 ]; then tail -5 /tmp/bench-one.err >&2; return; fi
-  tail -n 1 /tmp/bench-one.txt | python3 -c "import json,sys,time; r=json.loads(sys.stdin.read()); r['command']=sys.argv[1]; r['finished']=time.strftime('%Y/%m/%d %H:%M:%S'); print(json.dumps(r))" \
-    "fftmatvec bench $* --device gpu --json" >> "$out"
-}
+. "$(dirname "$0")/bench_line.sh"
+run() { bench_line "$out" "$@" --device gpu; }
 for size in "--Nm 5000 --Nd 100 --Nt 1000 -N 20:${BIG_K:-1 2 3 4 8 16}" "--Nm 1000 --Nd 50 --Nt 500 -N 50:${MID_K:-1 4 16}"; do
   for K in ${size#*:}; do
     for code in "ddddd" "ddddd --adjoint" "dssdd" "ddssd --adjoint"; do

@@ -3,15 +3,8 @@
 # usage: bash benchmarks/gpu_bench_targets.sh benchmarks/results/h200-bench.jsonl
 set -u
 out=${1:-h200-bench.jsonl}
-run() {  # args: bench options
-  echo "+ fftmatvec bench $* --device gpu --json" >&2
-  python3 -m fftmatvec bench "$@" --device gpu --json > /tmp/bench-one.txt 2> /tmp/bench-one.err
-  rc=$?
-  cat /tmp/bench-one.txt >&2
-  if [ $rc -ne 0 ]; then tail -5 /tmp/bench-one.err >&2; return; fi
-  tail -n 1 /tmp/bench-one.txt | python3 -c "import json,sys; r=json.loads(sys.stdin.read()); r['command']=sys.argv[1]; print(json.dumps(r))" \
-    "fftmatvec bench $* --device gpu --json" >> "$out"
-}
+. "$(dirname "$0")/bench_line.sh"
+run() { bench_line "$out" "$@" --device gpu; }
 BIG="--Nm 5000 --Nd 100 --Nt 1000 -N 20 --compare-naive"
 MID="--Nm 1000 --Nd 50 --Nt 500 -N 50 --compare-naive --check"
 SMALL="--Nm 289 --Nd 15 --Nt 10 -N 200 --compare-naive --check"
