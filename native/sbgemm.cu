@@ -514,34 +514,24 @@ template <> struct TensorProduct<float2> {
         }
         return f;
     }
-    // a value v of X split as its B fragments take it (tf32_split_trunc): ri = (big, small) of v.x, then of
-    // v.y; sum = (big, small) of v.x + v.y
-    struct XWords {
-        uint4 ri;
-        uint2 sum;
-    };
-    static FMV_DEV XWords x_words(float2 v) {
-        XWords w;
-        tf32_split_trunc(v.x, w.ri.x, w.ri.y);
-        tf32_split_trunc(v.y, w.ri.z, w.ri.w);
-        tf32_split_trunc(v.x + v.y, w.sum.x, w.sum.y);
-        return w;
-    }
-    static FMV_DEV void products(float (&t1)[4], float (&t2)[4], float (&t3)[4], const AFragments& f,
-                                 const XWords& x0, const XWords& x1) {
-        mma_m16n8k8(t1, f.rbig, x0.ri.y, x1.ri.y);
-        mma_m16n8k8(t2, f.ibig, x0.ri.w, x1.ri.w);
-        mma_m16n8k8(t3, f.sbig, x0.sum.y, x1.sum.y);
-        mma_m16n8k8(t1, f.rsmall, x0.ri.x, x1.ri.x);
-        mma_m16n8k8(t2, f.ismall, x0.ri.z, x1.ri.z);
-        mma_m16n8k8(t3, f.ssmall, x0.sum.x, x1.sum.x);
-        mma_m16n8k8(t1, f.rbig, x0.ri.x, x1.ri.x);
-        mma_m16n8k8(t2, f.ibig, x0.ri.z, x1.ri.z);
-        mma_m16n8k8(t3, f.sbig, x0.sum.x, x1.sum.x);
-    }
     static FMV_DEV void products(float (&t1)[4], float (&t2)[4], float (&t3)[4], const AFragments& f, float2 v0,
                                  float2 v1) {
-        products(t1, t2, t3, f, x_words(v0), x_words(v1));
+        unsigned rb0, rs0, rb1, rs1, ib0, is0, ib1, is1, sb0, ss0, sb1, ss1;
+        tf32_split_trunc(v0.x, rb0, rs0);
+        tf32_split_trunc(v1.x, rb1, rs1);
+        tf32_split_trunc(v0.y, ib0, is0);
+        tf32_split_trunc(v1.y, ib1, is1);
+        tf32_split_trunc(v0.x + v0.y, sb0, ss0);
+        tf32_split_trunc(v1.x + v1.y, sb1, ss1);
+        mma_m16n8k8(t1, f.rbig, rs0, rs1);
+        mma_m16n8k8(t2, f.ibig, is0, is1);
+        mma_m16n8k8(t3, f.sbig, ss0, ss1);
+        mma_m16n8k8(t1, f.rsmall, rb0, rb1);
+        mma_m16n8k8(t2, f.ismall, ib0, ib1);
+        mma_m16n8k8(t3, f.ssmall, sb0, sb1);
+        mma_m16n8k8(t1, f.rbig, rb0, rb1);
+        mma_m16n8k8(t2, f.ibig, ib0, ib1);
+        mma_m16n8k8(t3, f.sbig, sb0, sb1);
     }
 };
 template <> struct TensorProduct<double2> {
@@ -1099,54 +1089,6 @@ sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
 #endif
 }
 
-namespace fmv {
-
-// X[f]'s KB right-hand sides in sbgemm_adj_tc's shared memory, `rows` rows, as its products take them.  Every
-// warp reads every value once per tile of columns, so complex64 keeps each value split for the tensor cores
-// (TensorProduct<float2>::XWords), which the products would otherwise split again at every read: the ri words
-// rows XQ uint4 apart, then the sum words XP uint2 apart (rows 32 bytes apart modulo the 128 of the banks:
-// the lanes of a fragment load, rows t and columns g, in distinct banks).  Complex128 keeps the values, XS apart.
-template <typename TA, int KB> struct AdjX;
-template <int KB> struct AdjX<double2, KB> {
-    static constexpr int XS = KB + 2, row_bytes = XS * 16;
-    double2* xs;
-    FMV_DEV AdjX(void* smem, int) : xs(reinterpret_cast<double2*>(smem)) {}
-    FMV_DEV void put(int i, int k, double2 v) const { xs[i * XS + k] = v; }
-    // the three products of a k-step for the lane's tiles, X's rows i and i + 4, columns g + 8 h
-    template <int NH>
-    FMV_DEV void products(Sums3M<double, NH>& acc, const TensorProduct<double2>::AFragments& frag, int i, int g) const {
-        const double2* xb = xs + i * XS + g;
-#pragma unroll
-        for (int h = 0; h < NH; ++h)
-            TensorProduct<double2>::products(acc.terms[h], acc.terms[NH + h], acc.terms[2 * NH + h], frag, xb[8 * h],
-                                             xb[4 * XS + 8 * h]);
-    }
-};
-template <int KB> struct AdjX<float2, KB> {
-    static constexpr int XQ = KB + 2, XP = KB + 4, row_bytes = XQ * 16 + XP * 8;
-    typedef TensorProduct<float2>::XWords Words;
-    uint4* ri;
-    uint2* sum;
-    FMV_DEV AdjX(void* smem, int rows)
-        : ri(reinterpret_cast<uint4*>(smem)), sum(reinterpret_cast<uint2*>(ri + rows * XQ)) {}
-    FMV_DEV void put(int i, int k, float2 v) const {
-        const Words w = TensorProduct<float2>::x_words(v);
-        ri[i * XQ + k] = w.ri;
-        sum[i * XP + k] = w.sum;
-    }
-    template <int NH>
-    FMV_DEV void products(Sums3M<float, NH>& acc, const TensorProduct<float2>::AFragments& frag, int i, int g) const {
-#pragma unroll
-        for (int h = 0; h < NH; ++h) {
-            const Words x0{ri[i * XQ + g + 8 * h], sum[i * XP + g + 8 * h]};
-            const Words x1{ri[(i + 4) * XQ + g + 8 * h], sum[(i + 4) * XP + g + 8 * h]};
-            TensorProduct<float2>::products(acc.terms[h], acc.terms[NH + h], acc.terms[2 * NH + h], frag, x0, x1);
-        }
-    }
-};
-
-}  // namespace fmv
-
 // ---------------------------------------------------------------------------
 // Adjoint product on the tensor cores, KB = 8 or 16 right-hand sides a block:
 //   Y[f, j, k] = sum_i conj(A[f, i, j]) X[f, i, k]     A : (nf, nd, nm) complex TA, C-contiguous
@@ -1156,7 +1098,7 @@ template <int KB> struct AdjX<float2, KB> {
 // Block (f, column split): blockIdx.x = f S + split, columns split cw .. min(nm,
 // (split + 1) cw) - 1 in tiles of BJ = 16 W columns; blockIdx.y the chunk of KB
 // right-hand sides.  X[f]'s KB right-hand sides are staged once in shared
-// memory (AdjX: in complex64 split for the tensor cores), rows past nd zero.  A tile of A goes into shared memory in chunks of
+// memory, rows past nd zero.  A tile of A goes into shared memory in chunks of
 // BI = 8 KS rows by cp.async, NS chunks deep, so that the block keeps NS - 1
 // chunks in flight without holding them in registers; the block walks its
 // tiles in order, and each tile's chunks down its rows, as one stream of
@@ -1171,11 +1113,10 @@ template <int KB> struct AdjX<float2, KB> {
 // nd and columns past the split's end are zero-filled (a tile of nd = 0 rows
 // is one zero chunk).
 // Launch: blockDim.x = 32 W, gridDim.x = nf * S, gridDim.y = ceil(K / KB),
-// dynamic shared memory 8 max(1, ceil(nd / 8)) AdjX::row_bytes + NS BI AS
-// sizeof(TA) bytes with row_bytes = 16 (KB + 2) + 8 (KB + 4)
-// (complex64) or 16 (KB + 2) (complex128), AS = BJ (complex128) or BJ + 8
-// (complex64: the four rows of a fragment load then fall in the two halves of
-// the banks).
+// dynamic shared memory (C BI XS + NS BI AS) sizeof(TA) bytes with C =
+// max(1, ceil(nd / BI)) chunks a tile, XS = KB + 4 (complex64) or KB + 2
+// (complex128), AS = BJ (complex128) or BJ + 8 (complex64: the four rows of a
+// fragment load then fall in the two halves of the banks).
 // ---------------------------------------------------------------------------
 template <typename TA, typename TX, int KB, int W, int KS, int NS, int VA, int MINB>
 __global__ void __launch_bounds__(32 * W, MINB)
@@ -1186,7 +1127,7 @@ sbgemm_adj_tc(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict
     typedef typename fmv::real_of<TA>::type R;
     typedef fmv::TensorProduct<TA> Product;
     constexpr int NH = KB / 8;  // tiles of 8 output columns per half (Re, Im)
-    typedef fmv::AdjX<TA, KB> StagedX;
+    constexpr int XS = KB + (sizeof(TA) == 16 ? 2 : 4);
     constexpr int BJ = 16 * W, BI = 8 * KS;
     constexpr int AS = BJ + (sizeof(TA) == 16 ? 0 : 8);
     constexpr int CPR = BJ / VA;         // copies per row of a chunk
@@ -1195,16 +1136,15 @@ sbgemm_adj_tc(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict
     static_assert((KB == 8 || KB == 16) && NS >= 2 && (VA == 1 || VA == 2) && BI % RP == 0, "tile");
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
     const int C = fmv::max_(1, (nd + BI - 1) / BI);
-    const int steps = (nd + 7) / 8, xrows = 8 * fmv::max_(1, steps);  // the rows of X the k-steps read
-    const StagedX xs(fmv_smem, xrows);                                  // rows past nd zero
-    TA* as = reinterpret_cast<TA*>(reinterpret_cast<char*>(fmv_smem) + xrows * StagedX::row_bytes);  // [NS][BI][AS]
+    TA* xs = reinterpret_cast<TA*>(fmv_smem);  // [C BI][XS], rows past nd zero
+    TA* as = xs + C * BI * XS;                 // [NS][BI][AS]
 
     const int split = blockIdx.x % S, f = blockIdx.x / S;
     const int k0 = blockIdx.y * KB, kn = fmv::min_(KB, K - k0);
     const TX* xf = X + (index_t)f * nd * K + k0;
-    for (int e = threadIdx.x; e < xrows * KB; e += blockDim.x) {
+    for (int e = threadIdx.x; e < C * BI * KB; e += blockDim.x) {
         const int i = e / KB, k = e % KB;
-        xs.put(i, k, i < nd && k < kn ? fmv::cload<TA>(xf + (index_t)i * K + k) : fmv::czero<TA>());
+        xs[i * XS + k] = i < nd && k < kn ? fmv::cload<TA>(xf + (index_t)i * K + k) : fmv::czero<TA>();
     }
 
     const int jbeg = split * cw, jend = fmv::min_(nm, jbeg + cw);
@@ -1227,6 +1167,7 @@ sbgemm_adj_tc(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, t = lane & 3;
+    const int steps = (nd + 7) / 8;
     TA* yf = Y + (index_t)f * nm * K + k0;
     fmv::Sums3M<R, NH> acc;
     fmv::for_each_staged_chunk<NS>(ntiles * C, issue, [&](int c) {
@@ -1244,7 +1185,12 @@ sbgemm_adj_tc(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict
                     const TA v = ab[(8 * q + 4 * (e >> 1)) * AS + 8 * (e & 1)];
                     a[e] = fmv::cmake<TA>(v.x, -v.y);
                 }
-                xs.products(acc, Product::a_fragments(a), 8 * s + t, g);
+                const typename Product::AFragments frag = Product::a_fragments(a);
+                const TA* xb = xs + (8 * s + t) * XS + g;
+#pragma unroll
+                for (int h = 0; h < NH; ++h)
+                    Product::products(acc.terms[h], acc.terms[NH + h], acc.terms[2 * NH + h], frag, xb[8 * h],
+                                      xb[4 * XS + 8 * h]);
                 if (Product::fold && (s + 1) % FOLD == 0) acc.add_terms();
             }
         }

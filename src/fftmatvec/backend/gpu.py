@@ -155,21 +155,10 @@ def pass_twiddles(radices: list[int]) -> np.ndarray:
 
 def tc_x_stride(dtype: Any, KB: int) -> int:
     """Row stride (elements) of ``X`` staged in shared memory by ``sbgemm_tc``
-    for ``KB`` right-hand sides: 16 bytes of padding in
+    and ``sbgemm_adj_tc`` for ``KB`` right-hand sides: 16 bytes of padding in
     complex64, 32 in complex128, so that the lanes of a fragment load fall in
     distinct banks (``XS`` of native/sbgemm.cu)."""
     return KB + (4 if np.dtype(dtype) == np.complex64 else 2)
-
-
-def adj_x_row_bytes(dtype: Any, KB: int) -> int:
-    """Bytes of shared memory per row of ``X`` staged by ``sbgemm_adj_tc`` for
-    ``KB`` right-hand sides (``AdjX::row_bytes`` of native/sbgemm.cu): in
-    complex64 each value split for the tensor cores, a 16-byte and an 8-byte
-    word group in rows of ``KB + 2`` and ``KB + 4``; in complex128 the values,
-    ``KB + 2`` a row."""
-    if np.dtype(dtype) == np.complex64:
-        return 16 * (KB + 2) + 8 * (KB + 4)
-    return 16 * (KB + 2)
 
 
 def fused_row_stride(M: int, S: int, itemsize: int) -> int:
@@ -1712,7 +1701,7 @@ class GPUBackend(Backend):
         BI, BJ = 8 * KS, 16 * W
         VA = 2 if ta == np.complex64 and nm % 2 == 0 else 1  # 16-byte copies of complex64 pairs
         AS = BJ + (8 if ta == np.complex64 else 0)
-        smem = 8 * max(1, -(-nd // 8)) * adj_x_row_bytes(ta, KB) + NS * BI * AS * ta.itemsize
+        smem = (max(1, -(-nd // BI)) * BI * tc_x_stride(ta, KB) + NS * BI * AS) * ta.itemsize
         if smem > self.smem_limit:
             return None
         fn = kernels.kernel("sbgemm.cu", "sbgemm_adj_tc", ta, tx, KB, W, KS, NS, VA, MINB)
