@@ -12,7 +12,9 @@
 # big `dssdd` product with 16 right-hand sides, with "k16d" only the big
 # `ddddd` one, with "adj" only the big `ddssd` and `ddddd` adjoints, with "adjk" only the big
 # adjoints with several right-hand sides (`ddssd` with 8 and 16, `ddddd` with 16), with "adjfew" only the big
-# adjoints with 3 and 4 right-hand sides (`ddssd` and `ddddd`).  One
+# adjoints with 3 and 4 right-hand sides (`ddssd` and `ddddd`), with "fwd2" only the `dssdd` products with 2
+# and 3 right-hand sides at the big and middle sizes, with "k32" only the `dssdd` products with 20-32 right-hand
+# sides at both sizes.  One
 # JSON line per run appended to $2, with "source" ($1 or "tree"), "round" and "command".
 # usage: bash benchmarks/bench_ab.sh e0ec1ac benchmarks/results/h200-bench-ab.jsonl
 #        bash benchmarks/bench_ab.sh FFTMATVEC_L2_PREFETCH_BYTES=0 out.jsonl big
@@ -45,6 +47,10 @@ runs=("$SMALL --precision ddddd" "$SMALL --precision ddddd --adjoint" "$MID --pr
                             "$BIG --precision ddddd --adjoint --nrhs 16")
 [ "$rows" = adjfew ] && runs=("$BIG --precision ddssd --adjoint --nrhs 3" "$BIG --precision ddssd --adjoint --nrhs 4"
                               "$BIG --precision ddddd --adjoint --nrhs 3" "$BIG --precision ddddd --adjoint --nrhs 4")
+[ "$rows" = fwd2 ] && runs=("$BIG --precision dssdd --nrhs 2" "$BIG --precision dssdd --nrhs 3"
+                            "$MID --precision dssdd --nrhs 2" "$MID --precision dssdd --nrhs 3")
+[ "$rows" = k32 ] && runs=("$BIG --precision dssdd --nrhs 24" "$BIG --precision dssdd --nrhs 32"
+                           "$MID --precision dssdd --nrhs 20" "$MID --precision dssdd --nrhs 32")
 for round in 1 2; do
   for source in "$rev" tree; do
     src=$PWD/src

@@ -635,7 +635,7 @@ def main(argv=None) -> int:
         saved = dict(be.adj_tensor), dict(be.adj_tensor_min_k), dict(be.blas_min_k)
         tiles = {C128: [(4, 2, 3, 2), (4, 2, 4, 2), (4, 2, 2, 3)],
                  C64: [(4, 4, 3, 2), (4, 2, 4, 2), (4, 4, 4, 2), (4, 4, 2, 4), (4, 2, 3, 4), (4, 2, 2, 4),
-                       (4, 4, 3, 3)]}
+                       (4, 4, 3, 3), (4, 2, 3, 3)]}
         for ta in (C64, C128):
             if str(ta) not in args.gemm_dtypes.split(","):
                 continue

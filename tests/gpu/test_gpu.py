@@ -821,6 +821,29 @@ def gemm_kernels_taken(be) -> set:
     return {cfg[6] for key, cfg in be._launch.items() if key[0] == "gemm"}
 
 
+def test_forward_products_by_right_hand_sides(rng):
+    """The default choice of forward product by the number of right-hand
+    sides K, where complex64 has the tensor cores: the one-column kernels for
+    one, ``native/sbgemm.cu`` from 2 (complex128: 3) to 32 (complex128: 16),
+    in passes of 16 over ``Fhat`` beyond 16, cuBLAS from there; each against
+    float64."""
+    be = GPUBackend()
+    if not (be.tensor_cores_for(np.complex64) and be.tensor_cores_for(np.complex128)):
+        pytest.skip("no tensor cores for both dtypes")
+    nf, nd, nm = 2, 37, 301
+    for ta, K, native in ((np.complex64, 1, False), (np.complex64, 2, True), (np.complex64, 17, True),
+                          (np.complex64, 32, True), (np.complex64, 33, False), (np.complex128, 2, False),
+                          (np.complex128, 3, True), (np.complex128, 16, True), (np.complex128, 17, False)):
+        be._launch.clear()
+        A = (rng.standard_normal((nf, nd, nm)) + 1j * rng.standard_normal((nf, nd, nm))).astype(ta)
+        x = (rng.standard_normal((nf, nm, K)) + 1j * rng.standard_normal((nf, nm, K))).astype(ta)
+        out = cupy.full((nf, nd, K), np.nan, dtype=ta)
+        be.sbgemv(cupy.asarray(A), cupy.asarray(x), out, adjoint=False)
+        assert bool(gemm_kernels_taken(be)) == native, (ta, K, gemm_kernels_taken(be))
+        tol = 5e-14 if ta == np.complex128 else 2e-6
+        assert rel_err(out.get(), A.astype(np.complex128) @ x.astype(np.complex128)) < tol * np.sqrt(nm), (ta, K)
+
+
 @pytest.mark.parametrize(
     "ta,tx", [(np.complex128, np.complex128), (np.complex64, np.complex64), (np.complex64, np.complex128),
               (np.complex128, np.complex64)], ids=["zz", "cc", "cz", "zc"])
@@ -1234,6 +1257,36 @@ def test_fused_transforms_in_place(gpu, nt):
                 assert rel_err(y.get(), yref) < 1e-12
     finally:
         gpu.sm_count, gpu.fused_threads = saved
+        gpu._fused.clear()
+
+
+def test_fused_inverse_fits_between_the_wave_rules(gpu):
+    """Series counts at which a complex128 forward block takes twice the
+    series in one buffer (many waves of blocks of 4) but blocks of 8 would
+    not make many waves: the inverse keeps the forward's 4 series in one
+    buffer, within the shared memory a block may have (it had asked for two
+    buffers of 8 series, 258 KB at Nt = 1000, and failed at launch: 100 x 24
+    series at the big size).  Forward and inverse against NumPy."""
+    rng = np.random.default_rng()
+    nt = 1000
+    saved = gpu.sm_count
+    try:
+        gpu.sm_count = 1  # one multiprocessor: 4 blocks are many waves
+        for n, K in ((1, 16), (2, 10), (1, 24)):
+            gpu._fused.clear()
+            S_of, _, smem_of, _, _, _, in_place = gpu._fused_config(nt, np.dtype(np.complex128), n * K, K)
+            assert S_of == {"rfft_pad": 4, "irfft_unpad": 4} and all(in_place.values()), (n, K, S_of, in_place)
+            assert max(smem_of.values()) <= gpu.smem_limit, (n, K, smem_of)
+            x = rng.standard_normal((n, nt, K))
+            out = cupy.full((nt + 1, n, K), np.nan, np.complex128)
+            gpu.pad_rfft(cupy.asarray(x), out)
+            assert rel_err(out.get(), np.fft.rfft(x, n=2 * nt, axis=1).transpose(1, 0, 2)) < 1e-13, (n, K)
+            yh = rng.standard_normal((nt + 1, n, K)) + 1j * rng.standard_normal((nt + 1, n, K))
+            y = cupy.full((n, nt, K), np.nan)
+            gpu.irfft_unpad(cupy.asarray(yh), y, np.float64)
+            assert rel_err(y.get(), np.fft.irfft(yh, n=2 * nt, axis=0)[:nt].transpose(1, 0, 2)) < 1e-12, (n, K)
+    finally:
+        gpu.sm_count = saved
         gpu._fused.clear()
 
 

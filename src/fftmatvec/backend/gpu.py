@@ -488,20 +488,24 @@ class GPUBackend(Backend):
         self.device_name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
         # measured on an H200 at Nm=5000, Nd=100, Nt=1000 (benchmarks/gpu_probe.py, part kgemm,
         # benchmarks/results/h200-probe-gemm-stop15.jsonl and h200-probe-kgemm-stop20.jsonl): the native
-        # kernels win up to these K (exclusive), cuBLAS's batched GEMM from there
+        # kernels win up to these K (exclusive), cuBLAS's batched GEMM from there.  The complex64 forward on the
+        # tensor cores reads Fhat once per 16 right-hand sides, and cuBLAS's time hardly grows with K: 2401.9
+        # against 3559.5 us at K = 32, 1258.4 against 3480.5 at 16 (h200-probe-kgemm-stop53.jsonl)
         c64, c128 = np.dtype(np.complex64), np.dtype(np.complex128)
-        self.blas_min_k = {(c64, False): 17, (c64, True): 9, (c128, False): 17 if self.tensor_cores_f64 else 3,
-                           (c128, True): 9}
+        self.blas_min_k = {(c64, False): 33 if self.tensor_cores else 17, (c64, True): 9,
+                           (c128, False): 17 if self.tensor_cores_f64 else 3, (c128, True): 9}
         # forward products with gemm_min_k <= K < blas_min_k take native/sbgemm.cu, the others of
-        # fewer right-hand sides the one-column kernels; complex64 K = 3-16: sbgemm_tc on the tensor
-        # cores (benchmarks/results/h200-gemm-ab-stop18.jsonl: 1.18x the floor at K = 8, 1.61x at
-        # K = 16), or sbgemm_tc_pipe before it (gemm_tensor_pipe, below), without them sbgemm_fwd for
+        # fewer right-hand sides the one-column kernels; complex64 on the tensor cores from K = 2: sbgemm_tc
+        # (benchmarks/results/h200-gemm-ab-stop18.jsonl: 1.18x the floor at K = 8, 1.61x at K = 16), or
+        # sbgemm_tc_pipe before it (gemm_tensor_pipe, below), at K = 2 1017.5 against the one-column kernels'
+        # 1050.4 us alone (h200-probe-kgemm-stop53.jsonl) and the big dssdd product 1067.0-1068.1 against
+        # 1137.6-1142.5 us through the bench (h200-bench-ab-fwd2-stop53.jsonl); without them sbgemm_fwd for
         # K = 3-8 (1.48-1.99x, against 1.96-2.05x for the one-column kernels and 3.7x for cuBLAS) and
         # sbgemm_staged for K = 9-16 (2.05x);
         # complex128 K = 3-16: sbgemm_tc in float64 from compute capability 9.0
         # (h200-probe-gemmvar-stop20{,-b}.jsonl: 1.09-1.12x at K = 4, 1.23-1.25x at K = 16, against
         # cuBLAS's 1.19 and 1.24-1.31x in the same runs), else cuBLAS (faster than the CUDA-core kernels)
-        self.gemm_min_k = {c64: 3, c128: 3}
+        self.gemm_min_k = {c64: 2 if self.tensor_cores else 3, c128: 3}
         self.gemm_tiles = dict(_GEMM_TILES)
         self.gemm_splits: int | None = None
         # sbgemm_staged (Fhat staged in shared memory too) for 9-16 right-hand sides: (TM, TN, BK, NS, MINB)
@@ -1100,11 +1104,14 @@ class GPUBackend(Backend):
             S *= 2 if wide else 1
             threads = self.fused_threads or int(min(512, max(32, 32 * -(-(S * M) // 64))))
             inverse_threads, inverse_S = threads, S
-            if wide and K >= 8 and 2 * S <= 16 and fused_in_place(M, 2 * S, 1024, radices):
+            if (wide and K >= 8 and 2 * S <= 16 and fused_in_place(M, 2 * S, 1024, radices)
+                    and -(-B // (2 * S)) >= 4 * self.sm_count):
                 # the inverse with 8 or more right-hand sides: twice the forward's series in one buffer, 1024
                 # threads: 5000 x K series 472.6, 698.4 and 875.9 us against 493.8, 722.4 and 953.9 for K = 8, 12
                 # and 16 (benchmarks/results/h200-probe-fftsweep-kwide-stop31.jsonl; the forward was slower that
-                # way: 909.2 against 791.7 us with K = 16, h200-probe-fftsweep-wide-stop28.jsonl)
+                # way: 909.2 against 791.7 us with K = 16, h200-probe-fftsweep-wide-stop28.jsonl).  One buffer
+                # needs many waves of such blocks (in_place_of, below): two buffers of 8 series of Nt = 1000 are
+                # 258 KB, more than a block may have (100 x 24 series failed at launch before, stop 53)
                 inverse_threads, inverse_S = 1024, 2 * S
             elif self.fused_threads is None and ctype.itemsize == 16 and not wide:
                 # complex128: rfft_pad over many waves of blocks takes 256 threads (fewer in one buffer, below), so
