@@ -1260,6 +1260,33 @@ def test_fused_transforms_in_place(gpu, nt):
         gpu._fused.clear()
 
 
+def test_fused_set_ups_fit_a_block(gpu):
+    """Every launch set-up of the fused transforms fits a block: at most 1024
+    threads and the shared memory a block may have, for lengths from 1 to
+    5000 (the radices' primes), complex64 and complex128, 1 to 32 right-hand
+    sides and series counts from one block to many waves, with this device's
+    multiprocessors and with 1 and 16 (the rules compare the blocks with
+    them: between two of them an inverse once asked for 258 KB)."""
+    saved = gpu.sm_count
+    try:
+        for sm_count, nt, ctype, K, n in itertools.product(
+                (saved, 1, 16), (1, 7, 10, 21, 500, 1000, 2048, 5000), (np.complex64, np.complex128),
+                (1, 2, 3, 8, 16, 24, 32), (1, 3, 50, 100, 300, 5000)):
+            gpu.sm_count = sm_count
+            gpu._fused.clear()
+            cfg = gpu._fused_config(nt, np.dtype(ctype), n * K, K)
+            if cfg is None:  # one series does not fit
+                assert 2 * (nt + 1) * np.dtype(ctype).itemsize > gpu.smem_limit, (nt, ctype)
+                continue
+            _, threads_of, smem_of = cfg[:3]
+            for name in ("rfft_pad", "irfft_unpad"):
+                assert threads_of[name] <= 1024 and smem_of[name] <= gpu.smem_limit, (
+                    sm_count, nt, ctype, K, n, name, threads_of, smem_of)
+    finally:
+        gpu.sm_count = saved
+        gpu._fused.clear()
+
+
 def test_fused_inverse_fits_between_the_wave_rules(gpu):
     """Series counts at which a complex128 forward block takes twice the
     series in one buffer (many waves of blocks of 4) but blocks of 8 would
