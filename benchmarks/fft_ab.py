@@ -50,23 +50,24 @@ def main() -> int:
 
     import cupy as cp
 
-    import fftmatvec.backend.gpu as gpu_module
+    import fftmatvec.backend.gpu_transforms as transforms_module
+    from fftmatvec.backend.fused_fft import FFT_BUTTERFLIES
     from fftmatvec.backend.gpu import GPUBackend
 
     orders = {}
     for spec in args.radices:
         M, _, radices = spec.partition(":")
         order = [int(r) for r in radices.split(",")]
-        if int(np.prod(order)) != int(M) or not set(order) <= gpu_module.FFT_BUTTERFLIES:
+        if int(np.prod(order)) != int(M) or not set(order) <= FFT_BUTTERFLIES:
             raise SystemExit(f"--radices {spec}: radices of native/fft.cu (2, 3, 4, 5, 7, 8, 10) whose product is M")
         orders[f"radices {radices}"] = (int(M), order)
-    default_radices = gpu_module.fft_radices
+    default_radices = transforms_module.fft_radices
     select_revision = use_revisions("fft.cu", args.rev)
 
     def select(variant: str) -> None:
         """The tree or a revision of fft.cu, with the default radices or a variant's."""
         M, order = orders.get(variant, (None, None))
-        gpu_module.fft_radices = default_radices if order is None else (
+        transforms_module.fft_radices = default_radices if order is None else (
             lambda m: list(order) if m == M else default_radices(m))
         select_revision("tree" if order is not None or variant == args.label else variant)
 

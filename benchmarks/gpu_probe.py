@@ -306,9 +306,9 @@ def main(argv=None) -> int:
     def part_fft_radices():
         """Fused transforms with radix 10 (the default: a 10 per pair of factors 2 and 5) against
         separate passes of 2s and 5s, threads per block by size and 256, device times from CUPTI."""
-        import fftmatvec.backend.gpu as gpu_module
+        import fftmatvec.backend.gpu_transforms as transforms_module
 
-        with_10 = gpu_module.fft_radices
+        with_10 = transforms_module.fft_radices
 
         def without_10(M):
             """The rule before radix 10: powers of two in 8s, 4 and 2, and the odd primes."""
@@ -328,7 +328,7 @@ def main(argv=None) -> int:
             yh = cp.empty_like(xh)
             ideal = (x.nbytes + xh.nbytes) / bw
             for rule, fn in (("radix 10", with_10), ("2s and 5s", without_10)):
-                gpu_module.fft_radices = fn
+                transforms_module.fft_radices = fn
                 for threads in (None, 256):
                     be.fused_threads = threads
                     be._fused.clear()
@@ -338,7 +338,7 @@ def main(argv=None) -> int:
                     emit(what="fftradix", n=n, K=K, nt=nt, real=str(np.dtype(real)), rule=rule,
                          radices=list(cfg[5]), S=cfg[0], threads=cfg[1], pad_rfft_us=round(t1, 2),
                          irfft_unpad_us=round(t2, 2), ideal_us=round(ideal * 1e6, 2))
-        gpu_module.fft_radices = with_10
+        transforms_module.fft_radices = with_10
         be.fused_threads = None
         be._fused.clear()
 
@@ -384,7 +384,7 @@ def main(argv=None) -> int:
         butterflies at once (a multiple of 32), whose kernels get more
         registers; every row gives the kernel's registers and the bytes of
         local memory a thread spills to (``regs``, ``local_bytes``)."""
-        import fftmatvec.backend.gpu as gpu_module
+        import fftmatvec.backend.fused_fft as fused_fft
 
         F64, F32 = np.float64, np.float32
         # (label, series n, Nt, K, complex type of the transform, of the spectrum, inverse)
@@ -420,22 +420,22 @@ def main(argv=None) -> int:
                 radix_sets = [tuple(own[5])] + ([(8, 5, 5, 5), (5, 5, 5, 8)] if other_radices else [])
                 for radices in radix_sets:
                     for S in Ss:
-                        fit = gpu_module.pass_threads(nt, S, list(radices))
+                        fit = fused_fft.pass_threads(nt, S, list(radices))
                         for threads in sorted(set(threads_list) | ({fit} if fit <= 1024 else set())):
                             for in_place in places:
-                                if in_place and not gpu_module.fused_in_place(nt, S, threads, list(radices)):
+                                if in_place and not fused_fft.fused_in_place(nt, S, threads, list(radices)):
                                     continue
                                 if radices != radix_sets[0] and (S, threads) != (own[0][which], own[1][which]):
                                     continue
-                                row = S * gpu_module.fused_row_stride(nt, S, ctype.itemsize) * ctype.itemsize
+                                row = S * fused_fft.fused_row_stride(nt, S, ctype.itemsize) * ctype.itemsize
                                 if (1 if in_place else 2) * row > be.smem_limit or S > n * K:
                                     continue
                                 setups.append((S, threads, in_place, radices, "forced"))
                 run()
                 ref = (y if inverse else xh).copy()
                 for S, threads, in_place, radices, kind in setups:
-                    twp = cp.asarray(gpu_module.pass_twiddles(list(radices)).astype(ctype))
-                    row = S * gpu_module.fused_row_stride(nt, S, ctype.itemsize) * ctype.itemsize
+                    twp = cp.asarray(fused_fft.pass_twiddles(list(radices)).astype(ctype))
+                    row = S * fused_fft.fused_row_stride(nt, S, ctype.itemsize) * ctype.itemsize
                     smem = (1 if in_place else 2) * row
                     cfg = ({which: S}, {which: threads}, {which: smem}, twp, own[4], radices, {which: in_place})
                     be._fused_config = lambda *a, cfg=cfg: cfg

@@ -998,7 +998,7 @@ class Layout:
                  ws: tuple[tuple[int, ...], ...] = ((4, 1, 2, 256, 1, 64, 192, 2, 1, 8, 0, 0),
                                                     (4, 1, 2, 128, 1, 104, 200, 2, 1, 16, 0, 0))
                  ) -> None:
-        from fftmatvec.backend.gpu import FFT_BUTTERFLIES, fft_radices
+        from fftmatvec.backend.fused_fft import FFT_BUTTERFLIES, fft_radices
 
         self.radices = fft_radices(Nt // 2)
         if Nt % 4 or self.radices is None or small_radices(Nt // 2) is None:
@@ -1036,7 +1036,7 @@ class Layout:
 
     def shared_bytes(self, kernel: str) -> int:
         """The dynamic shared memory of KERNELS' `kernel` (its launch comment)."""
-        from fftmatvec.backend.gpu import fused_row_stride
+        from fftmatvec.backend.fused_fft import fused_row_stride
 
         x = 8 * self.block_frequencies * K
         if kernel in self.ws:
@@ -1138,7 +1138,7 @@ def main(argv=None) -> int:
 
     from fftmatvec import BTTOperator
     from fftmatvec.backend import kernels
-    from fftmatvec.backend.gpu import pass_twiddles
+    from fftmatvec.backend.fused_fft import pass_twiddles
     from fftmatvec.bench import _median_time, random_slab
 
     emit = json_lines(args.out)

@@ -1138,7 +1138,7 @@ def test_fused_transforms_vs_numpy(gpu, nt):
     """pad_rfft and irfft_unpad (native/fft.cu) against NumPy's float64 FFT,
     on series counts that leave a partial last block, K = 1 and K > 1, every
     precision pair; outputs poisoned with NaN first."""
-    from fftmatvec.backend.gpu import fft_radices
+    from fftmatvec.backend.fused_fft import fft_radices
 
     rng = np.random.default_rng()
     L = 2 * nt
@@ -1190,7 +1190,7 @@ def test_fused_transforms_series_per_block(gpu, nt, S):
     S = 1): S forced through the shared-memory target and the multiprocessor
     count, a partial last block, K = 1, 16 and odd K (a block's series then
     belong to more than one parameter), 32 and 512 threads."""
-    from fftmatvec.backend.gpu import fused_row_stride
+    from fftmatvec.backend.fused_fft import fused_row_stride
 
     rng = np.random.default_rng()
     saved = gpu.sm_count, gpu.fused_smem_target, gpu.fused_threads
@@ -1324,7 +1324,7 @@ def test_pad_rfft_in_place_takes_pass_threads(gpu, nt):
     other transforms gives 96, 128 against 192, 224 and 416 at Nt = 1000),
     not a power of two: against NumPy, K = 1, 3 and 16, a partial last
     block."""
-    from fftmatvec.backend.gpu import pass_threads
+    from fftmatvec.backend.fused_fft import pass_threads
 
     rng = np.random.default_rng()
     saved = gpu.sm_count
@@ -1453,7 +1453,7 @@ def test_fft_matrix_chunks_and_memory_check(gpu, rng):
 def test_shared_memory_opt_in_counts_static(gpu):
     """A kernel with 40 KB of static shared memory launched with 16 KB of
     dynamic shared memory needs the opt-in although 16 KB is under 48 KB."""
-    from fftmatvec.backend.gpu import _allow_shared_memory
+    from fftmatvec.backend.kernels import allow_shared_memory
 
     src = r"""
     extern "C" __global__ void fill(float* out) {
@@ -1468,7 +1468,7 @@ def test_shared_memory_opt_in_counts_static(gpu):
     fn = cupy.RawKernel(src, "fill")
     assert fn.shared_size_bytes == 40960
     out = cupy.zeros(32, np.float32)
-    _allow_shared_memory(fn, 16384)
+    allow_shared_memory(fn, 16384)
     fn((1,), (32,), (out,), shared_mem=16384)
     assert np.array_equal(out.get(), np.arange(32) + 1.0)
 

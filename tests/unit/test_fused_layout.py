@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from fftmatvec.backend.gpu import fft_radices, fused_in_place, fused_row_stride, pass_threads, pass_twiddles
+from fftmatvec.backend.fused_fft import fft_radices, fused_in_place, fused_row_stride, pass_threads, pass_twiddles
 
 
 @pytest.mark.parametrize("M", [1, 10, 21, 100, 500, 1000, 1024])

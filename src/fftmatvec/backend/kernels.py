@@ -26,6 +26,10 @@ CTYPE = {
     np.dtype(np.complex128): "double2",
 }
 
+#: The real dtype of each complex kernel type, and the complex dtype of each real one.
+REAL_OF = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
+COMPLEX_OF = {real: cplx for cplx, real in REAL_OF.items()}
+
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
 
 
@@ -176,6 +180,15 @@ def _get(fname: str, expr: str, registers: int, arch: str | None):
     return _module(fname, expr, registers, arch).get_function(expr)
 
 
+def allow_shared_memory(fn, smem: int) -> None:
+    """Let kernel ``fn`` take ``smem`` bytes of dynamic shared memory.  A
+    kernel must opt in where its static and dynamic shared memory together
+    exceed 48 KB (up to the device's per-block opt-in limit); the attribute it
+    starts with is what its static shared memory leaves of the 48 KB."""
+    if smem and fn.max_dynamic_shared_size_bytes < smem:
+        fn.max_dynamic_shared_size_bytes = smem
+
+
 def warmup(names: "list[tuple]") -> None:
     """Compile the given ``(fname, name, *targs)`` instantiations now (e.g. on
     one rank per node before a barrier, so that the others hit the disk cache)."""
@@ -183,5 +196,6 @@ def warmup(names: "list[tuple]") -> None:
         kernel(*spec)
 
 
-__all__ = ["CTYPE", "REGISTER_TARGETS", "REGISTER_TARGETS_ARCH", "compute_capability", "native_dir",
-           "expand_includes", "source", "options", "kernel", "name_expression", "ctype", "is_hip", "warmup"]
+__all__ = ["CTYPE", "REAL_OF", "COMPLEX_OF", "REGISTER_TARGETS", "REGISTER_TARGETS_ARCH", "compute_capability",
+           "native_dir", "expand_includes", "source", "options", "kernel", "name_expression", "ctype", "is_hip",
+           "allow_shared_memory", "warmup"]
