@@ -50,6 +50,12 @@ def nccl_expected(size):
     return nccl_available() and size <= _NDEV
 
 
+def forced_nccl_impossible(size):
+    """FFTMATVEC_COLLECTIVES=nccl where NCCL cannot run: every grid raises
+    the same ConfigError (test_transport_choice checks it); the same on every rank."""
+    return collectives_mode() == "nccl" and not nccl_expected(size)
+
+
 def make_grid(comm, shape):
     from fftmatvec.grid import ProcessGrid
 
@@ -168,6 +174,8 @@ def test_bad_value_in_a_device_block_fails_every_rank_before_any_collective(comm
     path, on the device; one process does not check device blocks): every
     rank raises the same error, and no rank has started a broadcast or a
     reduction."""
+    if forced_nccl_impossible(comm.size):
+        pytest.skip(f"{COLLECTIVES_ENV}=nccl cannot run here ({comm.size} ranks, {_NDEV} GPUs)")
     rng = np.random.default_rng(5)
     Nd, Nm, Nt = 4, 2 * comm.size + 3, 6
     f = rng.standard_normal((Nd, Nm, Nt))
@@ -207,10 +215,9 @@ def test_operator_on_gpu_grid_vs_cpu(comm, chunks):
     refs = {"F m": cpu.matvec(m), "F^T d": cpu.rmatvec(d), "F^T F m": cpu.normal(m)}
     dense = {"F m": (F @ m.reshape(Nm * Nt, 2)).reshape(Nd, Nt, 2),
              "F^T d": (F.T @ d.reshape(Nd * Nt, 2)).reshape(Nm, Nt, 2)}
+    if forced_nccl_impossible(comm.size):
+        pytest.skip(f"{COLLECTIVES_ENV}=nccl cannot run here ({comm.size} ranks, {_NDEV} GPUs)")
     for shape in shapes(comm.size):
-        mode = collectives_mode()
-        if mode == "nccl" and not nccl_expected(comm.size):
-            continue  # forced NCCL cannot run here (test_transport_choice checks the error)
         with make_grid(comm, shape) as grid:
             op = BTTOperator(f, grid=grid, device="gpu", reduce_chunks=chunks)
             assert grid.collectives in ("mpi", "nccl")
