@@ -66,8 +66,10 @@ class GPUProducts:
     is mixed into and which provides the device's facts (``sm_count``,
     ``smem_limit``, ``tensor_cores``, ``mbarriers``, ...), ``_run_kernel``,
     ``_resident_blocks``, ``_contiguous``, ``scratch``, the launch cache
-    ``_launch`` and the fused inverse transform (``_fused_transform``,
-    ``_fused_config``) that :meth:`sbgemv_irfft_unpad` runs after the product.
+    ``_launch``, and from :class:`~.gpu_transforms.GPUTransforms` the cast
+    ``_ccast`` (before cuBLAS) and the fused inverse transform
+    (``_fused_transform``, ``_fused_config``, ``fft_layout``) that
+    :meth:`sbgemv_irfft_unpad` runs after the product.
 
     Attributes
     ----------
@@ -142,6 +144,17 @@ class GPUProducts:
         default 32; 0 turns it off), ``n_in Nf Nt`` up to ``direct_max_work``,
         shared memory up to ``direct_max_smem`` bytes.
     """
+
+    # set by GPUBackend
+    _cupy: Any
+    sm_count: int
+    smem_limit: int
+    tensor_cores: bool
+    tensor_cores_f64: bool
+    mbarriers: bool
+    warpgroup_mma: bool
+    programmatic_launch: bool
+    _launch: dict[tuple, Any]
 
     def _set_up_products(self, l2_bytes: int) -> None:
         """The products' settings (measured on an H200) and launch caches."""

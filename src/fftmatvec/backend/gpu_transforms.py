@@ -66,6 +66,12 @@ class GPUTransforms:
         than blocks.
     """
 
+    # set by GPUBackend
+    _cupy: Any
+    sm_count: int
+    smem_limit: int
+    _launch: dict[tuple, Any]
+
     def _set_up_transforms(self, l2_bytes: int) -> None:
         """The transforms' settings (measured on an H200) and plan caches."""
         # rfft_pad stores its spectra at evict-last priority in the L2 when they are at most this many bytes, so
