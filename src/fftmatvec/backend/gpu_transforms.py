@@ -75,8 +75,8 @@ class GPUTransforms:
     def _set_up_transforms(self, l2_bytes: int) -> None:
         """The transforms' settings (measured on an H200) and plan caches."""
         # rfft_pad stores its spectra at evict-last priority in the L2 when they are at most this many bytes, so
-        # that more of them are in the L2 for the forward product kernel and
-        # fewer of their lines go back to memory in the middle of its stream of Fhat: the big dssdd product
+        # that more of them are in the L2 for the forward product kernel and fewer of their lines go back to
+        # memory in the middle of its stream of Fhat: the big dssdd product
         # 973.4-973.7 against 994.7-995.0 us of device time (the kernel 926.6-927.0 against 949.4-949.8 us),
         # the middle ddddd one 108.7-108.8 against 109.4-109.5 us
         # (benchmarks/results/h200-probe-kernels-rfftkeep-stop25-*)
