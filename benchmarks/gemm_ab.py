@@ -3,7 +3,9 @@ working tree against the same file at other git revisions: device time
 (CUPTI, through PyTorch's profiler) of the forward product the backend
 chooses, x the floor (``Fhat``'s bytes over the copy bandwidth measured in
 the same run), and the error against float64 on six frequencies, at the big
-size in complex64 (``--dtype complex128``: in that), on one GPU.
+size in complex64 (``--dtype complex128``: in that), on one GPU; with
+``--adjoint`` the adjoint product instead (``sbgemm_adj_tc`` where the
+backend takes it).
 
     python benchmarks/gemm_ab.py --rev 638d20c --out benchmarks/results/h200-gemm-ab.jsonl
     python benchmarks/gemm_ab.py --pipe-tile off --pipe-tile 32,3,2,1 --rounds 3 \\
@@ -12,6 +14,8 @@ size in complex64 (``--dtype complex128``: in that), on one GPU.
         --out benchmarks/results/h200-gemm-ab-wg.jsonl
     python benchmarks/gemm_ab.py --dtype complex128 --spread-off --K 16,8 \\
         --out benchmarks/results/h200-gemm-ab-c128-spread.jsonl
+    python benchmarks/gemm_ab.py --adjoint --rev HEAD --K 4,8,16 --rounds 2 \\
+        --out benchmarks/results/h200-gemm-ab-adj.jsonl
 
 One JSON line per variant, ``K`` and round: ``variant`` (``tree``, the
 revision, or ``pipe=TILE``: the tree with ``sbgemm_tc_pipe``'s tile set to
@@ -23,8 +27,8 @@ products to ``sbgemm_tc_pipe``; ``l2-promotion=N``: the tree with the
 tensor maps' L2 promotion set to N; ``splits=S``: the tree with S column
 splits, ``GPUBackend.gemm_splits``, instead of its own choice;
 ``spread=off``: the tree with ``GPUBackend.gemm_spread`` off),
-``dtype``,
-``kernel`` (the kernel the backend took),
+``dtype``, ``adjoint``,
+``kernel`` (the kernel the backend took; for the adjoint ``sbgemm_adj_tc`` or ``other``),
 ``time_us``, ``floor_ratio``, ``rel_err`` and ``copy_Bps``.  The launch
 set-up is the working tree's (``GPUBackend._gemm_config``) for every
 variant.  The variants take turns within each round.
@@ -58,6 +62,7 @@ def main() -> int:
     ap.add_argument("--dtype", default="complex64", choices=["complex64", "complex128"], help="of Fhat and X")
     ap.add_argument("--rounds", type=int, default=1, help="rounds of all variants in turn")
     ap.add_argument("--size", default="1001,100,5000", help="Nf,Nd,Nm")
+    ap.add_argument("--adjoint", action="store_true", help="time the adjoint product instead of the forward")
     ap.add_argument("--out", required=True, help="JSON lines appended here")
     args = ap.parse_args()
 
@@ -94,9 +99,11 @@ def main() -> int:
                 + (["spread=off"] if args.spread_off else []) + args.rev)
     with open(args.out, "a") as out:
         for K, rnd in ((int(k), r) for k in args.K.split(",") for r in range(args.rounds)):
-            x = rand((nf, nm, K))
-            y = cp.empty((nf, nd, K), dtype)
-            ref = A[:6].astype(np.complex128) @ x[:6].astype(np.complex128)
+            n_in, n_out = (nd, nm) if args.adjoint else (nm, nd)
+            x = rand((nf, n_in, K))
+            y = cp.empty((nf, n_out, K), dtype)
+            A6 = A[:6].astype(np.complex128)
+            ref = (A6.conj().transpose(0, 2, 1) if args.adjoint else A6) @ x[:6].astype(np.complex128)
             for variant in variants:
                 revision = variant if variant == "tree" or variant in args.rev else variant.partition("@")[2]
                 select(revision or "tree")
@@ -110,12 +117,16 @@ def main() -> int:
                 be._tensor_maps.clear()  # (maps made anew with this variant's promotion)
                 be._launch.clear()
                 y[...] = np.nan
-                be.sbgemv(A, x, y, adjoint=False)
+                be.sbgemv(A, x, y, adjoint=args.adjoint)
                 err = float(cp.linalg.norm(y[:6] - ref) / cp.linalg.norm(ref))
-                t = sum(device_times(lambda: be.sbgemv(A, x, y, adjoint=False), be.synchronize).values())
-                kernel = next(v[6] for k, v in be._launch.items() if k[0] == "gemm")
+                t = sum(device_times(lambda: be.sbgemv(A, x, y, adjoint=args.adjoint), be.synchronize).values())
+                if args.adjoint:
+                    taken = any(k[0] == "gemm-adj" and v for k, v in be._launch.items())
+                    kernel = "sbgemm_adj_tc" if taken else "other"
+                else:
+                    kernel = next(v[6] for k, v in be._launch.items() if k[0] == "gemm")
                 rec = dict(what="gemm-ab", variant=variant, K=K, round=rnd, nf=nf, nd=nd, nm=nm, dtype=str(dtype),
-                           kernel=kernel,
+                           adjoint=args.adjoint, kernel=kernel,
                            time_us=round(t, 1), floor_ratio=round(t * 1e-6 / (A.nbytes / bw), 4), rel_err=err,
                            copy_Bps=bw)
                 print(json.dumps(rec), flush=True)
