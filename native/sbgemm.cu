@@ -440,9 +440,9 @@ sbgemm_staged(const TA* __restrict__ A, const TA* __restrict__ X, TA* __restrict
 // fragments), and two complex values of X make its B fragments of the three
 // products (TensorProduct):
 // * complex64: mma.sync.m16n8k8 in TF32 with float32 sums (compute capability
-//   8.0), as 3xTF32: each float v = big + small, big = tf32(v) truncated
-//   (tf32_split_trunc), small = v - big; a product sums big*small, small*big
-//   and big*big, and drops small*small (2^-20 relative).
+//   8.0), as 3xTF32: each float v = big + small, big = tf32(v) (rounded for A,
+//   truncated for X, tf32_split_trunc), small = v - big; a product sums
+//   big*small, small*big and big*big, and drops small*small (2^-21 relative).
 //   The tensor core's float32 sums lose a little on every addition, in one
 //   direction (measured: an error growing with the number of columns, 2.4e-5
 //   at 10000 against float32's 2e-6), so its sums start from zero each chunk
@@ -496,9 +496,7 @@ FMV_DEV void mma_m16n8k8(double (&d)[4], const double (&a)[4], double b0, double
 
 // The three products of one k-step for one tile of 8 right-hand sides: A's fragments from its four values
 // a[e] (row g, + 8 for odd e; column t, + 4 for e >= 2), then t1 += Ar Xr, t2 += Ai Xi, t3 += (Ar + Ai)(Xr + Xi)
-// with X's values v0 (row t) and v1 (row t + 4) of column g.  The fragments of conj(A), a_fragments<true>, are
-// made from A's values as they are: Ar, Ai and Ar - Ai, so that no value is negated; t2 then holds -(-Ai) Xi,
-// which Sums3M::add_terms<true> adds with its sign turned.  `fold`: the tensor core's sums drift (float32) and
+// with X's values v0 (row t) and v1 (row t + 4) of column g.  `fold`: the tensor core's sums drift (float32) and
 // must restart from zero every few k-steps, added to sums kept in the threads.
 template <typename TA> struct TensorProduct;
 template <> struct TensorProduct<float2> {
@@ -506,14 +504,13 @@ template <> struct TensorProduct<float2> {
     struct AFragments {
         unsigned rbig[4], rsmall[4], ibig[4], ismall[4], sbig[4], ssmall[4];
     };
-    template <bool CONJ = false>
     static FMV_DEV AFragments a_fragments(const float2 (&a)[4]) {
         AFragments f;
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-            tf32_split_trunc(a[e].x, f.rbig[e], f.rsmall[e]);
-            tf32_split_trunc(a[e].y, f.ibig[e], f.ismall[e]);
-            tf32_split_trunc(CONJ ? a[e].x - a[e].y : a[e].x + a[e].y, f.sbig[e], f.ssmall[e]);
+            tf32_split(a[e].x, f.rbig[e], f.rsmall[e]);
+            tf32_split(a[e].y, f.ibig[e], f.ismall[e]);
+            tf32_split(a[e].x + a[e].y, f.sbig[e], f.ssmall[e]);
         }
         return f;
     }
@@ -542,14 +539,13 @@ template <> struct TensorProduct<double2> {
     struct AFragments {
         double r[4], i[4], s[4];
     };
-    template <bool CONJ = false>
     static FMV_DEV AFragments a_fragments(const double2 (&a)[4]) {
         AFragments f;
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
             f.r[e] = a[e].x;
             f.i[e] = a[e].y;
-            f.s[e] = CONJ ? a[e].x - a[e].y : a[e].x + a[e].y;
+            f.s[e] = a[e].x + a[e].y;
         }
         return f;
     }
@@ -571,17 +567,14 @@ template <typename R, int NH> struct Sums3M {
 #pragma unroll
             for (int e = 0; e < 4; ++e) terms[n][e] = sum[n % (2 * NH)][e] = 0;
     }
-    // Re Y += T1 - T2, Im Y += T3 - T1 - T2 (CONJ: T2 with its sign turned, a_fragments<true>), and the terms
-    // restart from zero
-    template <bool CONJ = false>
+    // Re Y += T1 - T2, Im Y += T3 - T1 - T2, and the terms restart from zero
     FMV_DEV void add_terms() {
 #pragma unroll
         for (int h = 0; h < NH; ++h)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-                const R t2 = CONJ ? -terms[NH + h][e] : terms[NH + h][e];
-                sum[h][e] += terms[h][e] - t2;
-                sum[NH + h][e] += terms[2 * NH + h][e] - terms[h][e] - t2;
+                sum[h][e] += terms[h][e] - terms[NH + h][e];
+                sum[NH + h][e] += terms[2 * NH + h][e] - terms[h][e] - terms[NH + h][e];
                 terms[h][e] = terms[NH + h][e] = terms[2 * NH + h][e] = 0;
             }
     }
@@ -1100,7 +1093,7 @@ sbgemm_wg_pipe(const float2* __restrict__ A, const float2* __restrict__ X, float
 // Adjoint product on the tensor cores, KB = 8 or 16 right-hand sides a block:
 //   Y[f, j, k] = sum_i conj(A[f, i, j]) X[f, i, k]     A : (nf, nd, nm) complex TA, C-contiguous
 //   X : (nf, nd, K) complex TX (cast to TA),  Y : (nf, nm, K) complex TA
-// in the 3M form of sbgemm_tc (TensorProduct: the fragments of conj(A), a_fragments<true>).
+// in the 3M form of sbgemm_tc (TensorProduct, A's fragments made from conj(A)).
 // An m16n8k8 tile's 16 rows are 16 columns j of A and its depth 8 rows i.
 // Block (f, column split): blockIdx.x = f S + split, columns split cw .. min(nm,
 // (split + 1) cw) - 1 in tiles of BJ = 16 W columns; blockIdx.y the chunk of KB
@@ -1188,18 +1181,21 @@ sbgemm_adj_tc(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict
             if (s < steps) {
                 TA a[4];
 #pragma unroll
-                for (int e = 0; e < 4; ++e) a[e] = ab[(8 * q + 4 * (e >> 1)) * AS + 8 * (e & 1)];
-                const typename Product::AFragments frag = Product::template a_fragments<true>(a);  // of conj(A)
+                for (int e = 0; e < 4; ++e) {
+                    const TA v = ab[(8 * q + 4 * (e >> 1)) * AS + 8 * (e & 1)];
+                    a[e] = fmv::cmake<TA>(v.x, -v.y);
+                }
+                const typename Product::AFragments frag = Product::a_fragments(a);
                 const TA* xb = xs + (8 * s + t) * XS + g;
 #pragma unroll
                 for (int h = 0; h < NH; ++h)
                     Product::products(acc.terms[h], acc.terms[NH + h], acc.terms[2 * NH + h], frag, xb[8 * h],
                                       xb[4 * XS + 8 * h]);
-                if (Product::fold && (s + 1) % FOLD == 0) acc.template add_terms<true>();
+                if (Product::fold && (s + 1) % FOLD == 0) acc.add_terms();
             }
         }
         if (rc == C - 1) {  // the tile's last chunk: store its sums, start the next tile's from zero
-            acc.template add_terms<true>();
+            acc.add_terms();
             const int jt = jbeg + c / C * BJ + 16 * warp;
 #pragma unroll
             for (int h = 0; h < NH; ++h)
