@@ -66,7 +66,7 @@ def make_grid(comm, shape):
 def test_transport_choice(comm):
     mode = collectives_mode()
     want_nccl = mode != "mpi" and nccl_expected(comm.size)
-    if mode == "nccl" and not want_nccl:  # forced but impossible: the same error on every rank
+    if forced_nccl_impossible(comm.size):  # the same error on every rank
         try:
             make_grid(comm, (1, comm.size))
             got = None
