@@ -35,6 +35,8 @@ responses), so that the big size costs seconds, not minutes.  Times
 * the host time of ``BTTOperator.matvec`` at the fixture size (cProfile),
   and at the middle size from the call to the graph's launch (``prelaunch``),
 * what making a big adjoint's result array costs a waited-for product (``resultalloc``),
+* what each layer of ``matvec``'s host path adds to a waited-for product,
+  and the same against another revision's ``operator.py`` (``hostpath``),
 * ``F^T F m`` through ``normal`` against two products (``normal``),
 * how a product's time changes as the device warms up from idle, back to back
   and waited for (``warmup``),
@@ -111,6 +113,10 @@ def main(argv=None) -> int:
                     help="sizes of the wait part: big, big16, big16d (K = 16, ddddd), mid")
     ap.add_argument("--timeline-sizes", default="small,mid",
                     help="sizes of the timeline part: small, mid, big, big16 (K = 16)")
+    ap.add_argument("--hostpath-sizes", default="mid,midadj,big",
+                    help="sizes of the hostpath part: mid (dssdd F m), midadj (ddssd F^T d), big (ddssd F^T d)")
+    ap.add_argument("--old-operator", default=None, metavar="FILE",
+                    help="hostpath part: an operator.py of another revision, timed beside this one")
     ap.add_argument("--gemm-dtypes", default="complex64,complex128", help="dtypes of the gemmvar part")
     ap.add_argument("--set", action="append", default=[], metavar="ATTR[.KEY]=VALUE",
                     help="set an integer attribute of the backend (a kernel's tuning), or one entry of a dict "
@@ -2059,6 +2065,85 @@ def main(argv=None) -> int:
         for code in ("ddssd", "ddddd"):
             time_adjoint(code)
 
+    def part_hostpath():
+        """What each layer of a one-process product's host path adds to a
+        waited-for product, in the bench's turns (five rounds, the ways one
+        after another): the prepared product; the engine's recording on
+        ``(x, out)`` launched directly; its replayer; the input signature's
+        ``_LocalCall``; ``matvec``/``rmatvec`` into ``out=`` and into a new
+        array; the prepared product after 2.5 and 5 us of host spinning (how
+        host time before the launch turns into waited-for time).  With
+        ``--old-operator FILE`` (an ``operator.py`` of another revision, e.g.
+        ``git show REV:src/fftmatvec/operator.py > FILE``) the last two ways
+        also run through that version's operator, on the same backend: an A/B
+        in one process, where the spread between processes is larger than
+        the difference (``--hostpath-sizes``)."""
+        import importlib.util
+
+        from fftmatvec.bench import random_slab
+        from fftmatvec.operator import BTTOperator
+
+        operators = {"": BTTOperator}
+        if args.old_operator:
+            spec = importlib.util.spec_from_file_location("fftmatvec._operator_old", args.old_operator)
+            old = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(old)
+            operators["old "] = old.BTTOperator
+
+        def spin_then(us, fn):
+            def call():
+                end = time.perf_counter() + us * 1e-6
+                while time.perf_counter() < end:
+                    pass
+                fn()
+            return call
+
+        cases = {"big": (100, 5000, 1000, "ddssd", True, 40), "mid": (50, 1000, 500, "dssdd", False, 200),
+                 "midadj": (50, 1000, 500, "ddssd", True, 200)}
+        for size in args.hostpath_sizes.split(","):
+            nd, nm, nt, code, adjoint, reps = cases[size]
+            f = random_slab(0, nd, nm, nt, (0, nd), (0, nm))
+            ops = {tag: cls(f, device=be, **({"adjoint_precision": code} if adjoint else {"precision": code}))
+                   for tag, cls in operators.items()}
+            del f
+            op = ops[""]
+            x = cp.random.standard_normal((nd if adjoint else nm, nt, 1))
+            out = cp.empty((nm if adjoint else nd, nt, 1))
+            prepared = op.prepare(x, adjoint=adjoint, out=out)
+            ways = {"prepared": prepared}
+            for tag, o in ops.items():
+                apply = o.rmatvec if adjoint else o.matvec
+                ways[tag + "into out="] = lambda apply=apply: apply(x, out=out)
+                ways[tag + "new array"] = lambda apply=apply: apply(x)
+            for fn in list(ways.values()) * 4:  # the replayers record each pair of buffers the second time
+                fn()
+            be.synchronize()
+            replayer = op.engine.launcher(adjoint, op.adjoint_precision if adjoint else op.precision, 1)
+            local_call = op._last_calls[adjoint]
+            ways.update({"recording on (x, out)": replayer.graphs[(x.data.ptr, out.data.ptr)].launch,
+                         "replayer(x, out)": lambda r=replayer: r(x, out),
+                         "_LocalCall(x, out)": lambda c=local_call: c(x, out),
+                         "2.5 us spin, prepared": spin_then(2.5, prepared),
+                         "5 us spin, prepared": spin_then(5.0, prepared)})
+            for fn in ways.values():
+                fn()
+            be.synchronize()
+            times: dict = {name: [] for name in ways}
+            for _ in range(5):
+                for name, fn in ways.items():
+                    for _ in range(reps // 5):
+                        t0 = time.perf_counter()
+                        fn()
+                        be.synchronize()
+                        times[name].append(time.perf_counter() - t0)
+            for name, ts in times.items():
+                a = np.array(ts) * 1e6
+                emit(what="hostpath", size=f"{nm}x{nd}x{nt}", code=code, adjoint=adjoint, way=name, calls=len(ts),
+                     waited_us=round(float(np.median(a)), 2),
+                     p25_p75_us=[round(float(v), 2) for v in np.percentile(a, (25, 75))])
+            del ops, op, prepared, replayer, local_call, ways
+            be.synchronize()
+
     def part_warmup():
         """Products from an idle device: after ``idle`` seconds without work (the clocks fall to idle), each
         product of a run of ``span`` seconds timed by CUDA events, queued back to back, then (after the same
@@ -2208,7 +2293,7 @@ def main(argv=None) -> int:
                      ("read", part_read), ("adjparts", part_adj_parts), ("slabs", part_slabs),
                      ("adjc128", part_adj_c128), ("regs", part_regs), ("regsloads", part_regs_loads),
                      ("timeline", part_timeline), ("prelaunch", part_prelaunch), ("normal", part_normal),
-                     ("resultalloc", part_resultalloc), ("warmup", part_warmup)):
+                     ("resultalloc", part_resultalloc), ("hostpath", part_hostpath), ("warmup", part_warmup)):
         if name in parts:
             guarded(name, fn)
     return 0

@@ -352,6 +352,30 @@ def test_out_is_checked(rng):
         op.matvec(m, timer=op.backend.timer(), out=np.empty((3, 7)))
 
 
+def test_each_call_checks_its_input_and_out(rng):
+    """Every call checks its input's signature and its ``out``, not only a
+    signature's first: after valid calls, inputs of another layout or dtype
+    still give the product, an ``out`` right after the input is taken, and
+    one that overlaps the input by one row, is read-only, has other strides
+    or another dtype is refused, each time."""
+    f = rng.standard_normal((4, 4, 7))
+    op = BTTOperator(f)
+    buf = rng.standard_normal((9, 7))
+    m, fresh = buf[:4], np.empty((4, 7))
+    ref = direct_btt(f, m)
+    for inp in (m, np.asfortranarray(m), m.astype(np.float32), m):
+        assert rel_err(op.matvec(inp, out=fresh), ref) < 1e-6
+        assert rel_err(op.matvec(inp), ref) < 1e-6
+    assert rel_err(op.matvec(m, out=buf[4:8]), ref) < 1e-13  # adjacent to the input, apart from it
+    read_only = np.empty((4, 7))
+    read_only.flags.writeable = False
+    for bad, needle in ((buf[3:7], "overlaps the input"), (read_only, "writable"),
+                        (np.empty((7, 4)).T, "C-contiguous"), (np.empty((4, 7), np.float32), "float64")):
+        with pytest.raises(ConfigError, match=needle):
+            op.matvec(m, out=bad)
+        assert rel_err(op.matvec(m, out=fresh), ref) < 1e-13
+
+
 @pytest.mark.parametrize("code", ["ddddd", "dssds", "sssss"])
 @pytest.mark.parametrize("K", [None, 3])
 def test_prepared_product_reads_its_input_at_each_call(code, K, rng):
