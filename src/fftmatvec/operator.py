@@ -122,7 +122,6 @@ class BTTOperator:
         self.adjoint_precision = _precision.parse(adjoint_precision or precision)
         self._spares: dict[bool, Any] = {}  # per direction, the next result's array (_LocalCall)
         self._local_calls: dict[tuple, _LocalCall] = {}  # per input signature (_local_product)
-        self._last_calls: list[_LocalCall | None] = [None, None]  # per direction, the last plain product's
         # Everything that can fail on one rank only (device, shapes, NaN in a
         # slab, out of memory) is voted on before the first product.
         with collective(_comm(self.grid), "setting up the operator") as vote:
@@ -504,19 +503,11 @@ class BTTOperator:
 
         What does not change between calls with inputs of one signature (type,
         shape, dtype, strides) is checked and looked up once, by the
-        signature's :class:`_LocalCall`; the last one of a plain product
-        (``engine`` and ``check_values`` as default) is tried first."""
-        plain = engine is None and check_values
-        if plain:
-            call = self._last_calls[adjoint]
-            if call is not None and call.takes(v):
-                return call(v, out)
+        signature's :class:`_LocalCall`."""
         try:
             call = self._local_calls[adjoint, engine, check_values, type(v), v.shape, v.dtype, v.strides]
         except (KeyError, AttributeError):  # a signature not seen yet, or not an array
             v, call = self._local_call(v, adjoint, engine, check_values)
-        if plain:
-            self._last_calls[adjoint] = call
         return call(v, out)
 
     def _local_call(self, v: Array, adjoint: bool, engine: LocalBTT | None,
@@ -572,12 +563,11 @@ class _LocalCall:
     above one queued back to back (docs/gpu.md)."""
 
     __slots__ = ("op", "engine", "adjoint", "prec", "what", "native", "check_host_values", "shape", "cast",
-                 "launch", "spare_next", "signature", "out_strides")
+                 "launch", "spare_next")
 
     def __init__(self, op: BTTOperator, v: Array, native: bool, adjoint: bool, engine: LocalBTT,
                  check_values: bool) -> None:
         self.op, self.engine, self.adjoint, self.native = op, engine, adjoint, native
-        self.signature = (type(v), v.shape, v.dtype, v.strides)
         self.prec = op.adjoint_precision if adjoint else op.precision
         self.what = "F^T d" if adjoint else "F m"
         self.check_host_values = check_values and isinstance(v, np.ndarray)
@@ -589,31 +579,12 @@ class _LocalCall:
         self.launch = engine.launcher(adjoint, self.prec, K) if into_caller else None
         spare_max = max(_SPARE_MAX_BYTES, engine.Fhat[self.prec.sbgemv].nbytes * _SPARE_FHAT_SHARE)
         self.spare_next = into_caller and np.prod(self.shape) * _F64.itemsize <= spare_max
-        self.out_strides = tuple(int(np.prod(self.shape[i + 1:])) * _F64.itemsize for i in range(len(self.shape)))
-
-    def takes(self, v: Any) -> bool:
-        """Whether ``v`` has this call's input signature: the look-up's key
-        compared field by field, without building and hashing it."""
-        t, shape, dtype, strides = self.signature
-        return type(v) is t and v.shape == shape and v.dtype is dtype and v.strides == strides
-
-    def _out_fits(self, out: Array, v: Array) -> bool:
-        """The usual valid ``out`` in a few comparisons: where the engine reads
-        ``v`` itself (a contiguous input of the backend), a writable array of
-        its type, of the result's shape, C strides and dtype, whose bytes lie
-        apart from ``v``'s.
-        False sends ``out`` through :meth:`BTTOperator._check_out`, which
-        accepts what this does not cover or names what is wrong."""
-        if self.cast or type(out) is not self.signature[0] or out.shape != self.shape \
-                or out.strides != self.out_strides or out.dtype is not _F64:
-            return False
-        return self.op.backend.can_write(out, v)
 
     def __call__(self, v: Array, out: Array | None) -> Array:
         op, be = self.op, self.op.backend
         if self.check_host_values and not all_finite(np, v):
             raise FftmatvecError("input vector contains NaN or Inf")
-        if out is not None and not self._out_fits(out, v):
+        if out is not None:
             op._check_out(out, v, self.shape, self.native, self.what)
         x = be.xp.ascontiguousarray(be.asarray(v, dtype=self.prec.pad)) if self.cast else v
         if self.launch is not None:

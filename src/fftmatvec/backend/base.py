@@ -73,12 +73,6 @@ class Backend(abc.ABC):
         """Whether ``a`` already is an array of this backend."""
         return isinstance(a, self.xp.ndarray)
 
-    def can_write(self, out: Array, reading: Array) -> bool:
-        """Whether a product may write into ``out`` while it reads ``reading``
-        (C-contiguous arrays of this backend): ``out`` is writable and shares
-        no memory with ``reading``."""
-        return bool(out.flags.writeable) and not np.may_share_memory(out, reading)
-
     def synchronize(self) -> None:
         """Wait until queued device work is done (no-op on the CPU)."""
 
