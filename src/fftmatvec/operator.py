@@ -239,13 +239,8 @@ class BTTOperator:
             no allocation (:meth:`prepare` checks ``out`` once, not at each
             call).
         """
-        if self._one_process and timer is _no_timer:
-            call = self._local_calls.get((False, None, True, type(m), getattr(m, "shape", None),
-                                          getattr(m, "dtype", None), getattr(m, "strides", None)))
-            if call is not None:  # a signature seen before (_local_product's key): one frame fewer
-                return call(m, out)
-            if not isinstance(m, DistVector):
-                return self._local_product(m, adjoint=False, out=out)
+        if self._one_process and timer is _no_timer and not isinstance(m, DistVector):
+            return self._local_product(m, adjoint=False, out=out)
         prec = self.precision
         chunked = self.reduce_chunks > 1 and self.engine.nd > 1
         start = None if chunked or timer is not _no_timer else (lambda x: self.engine.apply(x, prec))
@@ -280,13 +275,8 @@ class BTTOperator:
         float64 (under a grid: block ``J_c`` on grid row 0, empty elsewhere),
         or a parameter-space DistVector.  ``out`` as for :meth:`matvec`.
         """
-        if self._one_process and timer is _no_timer:
-            call = self._local_calls.get((True, None, True, type(d), getattr(d, "shape", None),
-                                          getattr(d, "dtype", None), getattr(d, "strides", None)))
-            if call is not None:
-                return call(d, out)
-            if not isinstance(d, DistVector):
-                return self._local_product(d, adjoint=True, out=out)
+        if self._one_process and timer is _no_timer and not isinstance(d, DistVector):
+            return self._local_product(d, adjoint=True, out=out)
         prec = self.adjoint_precision
         start = None if timer is not _no_timer else (lambda x: self.engine.apply(x, prec, adjoint=True))
         x, finish, m = self._prepare(d, "data", prec, "F^T d", out, start=start)
