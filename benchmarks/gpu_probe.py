@@ -115,6 +115,8 @@ def main(argv=None) -> int:
                     help="sizes of the timeline part: small, mid, big, big16 (K = 16)")
     ap.add_argument("--hostpath-sizes", default="mid,midadj,big",
                     help="sizes of the hostpath part: mid (dssdd F m), midadj (ddssd F^T d), big (ddssd F^T d)")
+    ap.add_argument("--hostpath-wait", default="device", choices=("device", "poll"),
+                    help="hostpath part: wait with be.synchronize() or a Python loop asking an event")
     ap.add_argument("--old-operator", default=None, metavar="FILE",
                     help="hostpath part: an operator.py of another revision, timed beside this one")
     ap.add_argument("--gemm-dtypes", default="complex64,complex128", help="dtypes of the gemmvar part")
@@ -2077,7 +2079,9 @@ def main(argv=None) -> int:
         ``git show REV:src/fftmatvec/operator.py > FILE``) the last two ways
         also run through that version's operator, on the same backend: an A/B
         in one process, where the spread between processes is larger than
-        the difference (``--hostpath-sizes``)."""
+        the difference (``--hostpath-sizes``).  Each call is waited for with
+        ``be.synchronize()`` or, with ``--hostpath-wait poll``, by a Python
+        loop asking an event recorded after it."""
         import importlib.util
 
         from fftmatvec.bench import random_slab
@@ -2098,6 +2102,14 @@ def main(argv=None) -> int:
                 fn()
             return call
 
+        done = cp.cuda.Event(disable_timing=True)
+
+        def poll() -> None:  # the host stays in Python, asking an event recorded after the product
+            done.record()
+            while not done.done:
+                pass
+
+        wait = poll if args.hostpath_wait == "poll" else be.synchronize
         cases = {"big": (100, 5000, 1000, "ddssd", True, 40), "mid": (50, 1000, 500, "dssdd", False, 200),
                  "midadj": (50, 1000, 500, "ddssd", True, 200)}
         for size in args.hostpath_sizes.split(","):
@@ -2134,11 +2146,12 @@ def main(argv=None) -> int:
                     for _ in range(reps // 5):
                         t0 = time.perf_counter()
                         fn()
-                        be.synchronize()
+                        wait()
                         times[name].append(time.perf_counter() - t0)
             for name, ts in times.items():
                 a = np.array(ts) * 1e6
                 emit(what="hostpath", size=f"{nm}x{nd}x{nt}", code=code, adjoint=adjoint, way=name, calls=len(ts),
+                     wait=args.hostpath_wait,
                      waited_us=round(float(np.median(a)), 2),
                      p25_p75_us=[round(float(v), 2) for v in np.percentile(a, (25, 75))])
             del ops, op, prepared, replayer, local_call, ways
