@@ -130,10 +130,24 @@ def main(argv=None) -> int:
     ap.add_argument("--register-target", action="append", default=[], metavar="PREFIX=N",
                     help="build the kernels whose name expression starts with PREFIX to N registers, "
                          "e.g. 'irfft_unpad<float2=48' (0: the compiler's own count)")
+    ap.add_argument("--schedule", default="auto", choices=("auto", "spin", "yield", "blocking"),
+                    help="how the host thread waits for the device: the primary context's scheduling flag, "
+                         "set before the backend is made (cuDevicePrimaryCtxSetFlags)")
     args = ap.parse_args(argv)
     parts = set(args.parts.split(","))
 
     import cupy as cp
+
+    if args.schedule != "auto":
+        import ctypes
+
+        cuda = ctypes.CDLL("libcuda.so.1")
+        dev, flags, active = ctypes.c_int(), ctypes.c_uint(), ctypes.c_int()
+        if cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(dev), 0) or cuda.cuDevicePrimaryCtxSetFlags_v2(
+                dev, {"spin": 1, "yield": 2, "blocking": 4}[args.schedule]):
+            raise SystemExit(f"could not set the scheduling flag {args.schedule!r}")
+        cuda.cuDevicePrimaryCtxGetState(dev, ctypes.byref(flags), ctypes.byref(active))
+        print(json.dumps({"what": "schedule", "schedule": args.schedule, "flags": flags.value}), flush=True)
 
     from fftmatvec.backend.gpu import GPUBackend
     from fftmatvec.btt import LocalBTT
@@ -2151,7 +2165,7 @@ def main(argv=None) -> int:
             for name, ts in times.items():
                 a = np.array(ts) * 1e6
                 emit(what="hostpath", size=f"{nm}x{nd}x{nt}", code=code, adjoint=adjoint, way=name, calls=len(ts),
-                     wait=args.hostpath_wait,
+                     wait=args.hostpath_wait, schedule=args.schedule,
                      waited_us=round(float(np.median(a)), 2),
                      p25_p75_us=[round(float(v), 2) for v in np.percentile(a, (25, 75))])
             del ops, op, prepared, replayer, local_call, ways
