@@ -2116,14 +2116,7 @@ def main(argv=None) -> int:
                 fn()
             return call
 
-        done = cp.cuda.Event(disable_timing=True)
-
-        def poll() -> None:  # the host stays in Python, asking an event recorded after the product
-            done.record()
-            while not done.done:
-                pass
-
-        wait = poll if args.hostpath_wait == "poll" else be.synchronize
+        wait = event_spin if args.hostpath_wait == "poll" else be.synchronize
         cases = {"big": (100, 5000, 1000, "ddssd", True, 40), "mid": (50, 1000, 500, "dssdd", False, 200),
                  "midadj": (50, 1000, 500, "ddssd", True, 200)}
         for size in args.hostpath_sizes.split(","):
