@@ -475,10 +475,8 @@ template <int NT, typename T> FMV_DEV void stage_samples(T* dst, const T* __rest
 
 // The first pass of the inverse transform (NS = 1) with the pre-processing
 // (complex_sample), from Y[f * B + s] (Yb = Y + s0), f <= M.  As numpy.fft,
-// the imaginary parts of Y[0] and Y[M] are ignored.  CG reads Y at the L2
-// (cload_cg) instead of through the read-only path: for spectra that other
-// blocks of the same kernel wrote.
-template <int R, int M, int S, int LOGS, int NT, bool CG, typename TI, typename C>
+// the imaginary parts of Y[0] and Y[M] are ignored.
+template <int R, int M, int S, int LOGS, int NT, typename TI, typename C>
 FMV_DEV void first_pass_from_spectrum(const TI* __restrict__ Yb, const C* __restrict__ twl, int ns, int B, C* out) {
     constexpr int nb = M / R, ld = Row<M, S, C>::ld;
 #pragma unroll 1
@@ -496,7 +494,7 @@ FMV_DEV void first_pass_from_spectrum(const TI* __restrict__ Yb, const C* __rest
         // size, 0.2 us more for 100 series: benchmarks/results/h200-fft-ab-loadptr{,-b}-stop57.jsonl)
         for (int r = 0; r < R; ++r) {
             const TI* p = Ys + (index_t)(jl + r * nb) * B;
-            v[r] = valid ? (CG ? cload_cg<C>(p) : cload<C>(p)) : czero<C>();
+            v[r] = valid ? cload<C>(p) : czero<C>();
         }
         if (jl == 0) v[0].y = 0;
         if (jl == nb) v[R - 1].y = 0;
@@ -672,28 +670,6 @@ template <int M, int S, int IP, typename C> struct StagingOffset {
 // for THREADS resident threads.
 template <int THREADS, int NT> constexpr int blocks_of() { return THREADS / NT > 0 ? THREADS / NT : 1; }
 
-// Stages 4-5 of the series s0 .. s0 + S - 1 (fewer at the end of B) by one block of NT threads, in the dynamic
-// shared memory buf0: irfft_unpad's work, and the inverse part of sbgemv_adj_irfft (native/adjoint.cu), which
-// reads spectra that other blocks of its grid wrote (CG).
-template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, bool CG, int M, int... Rs>
-FMV_DEV void inverse_group(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp,
-                           const TC* __restrict__ twl, int B, int K, typename real_of<TC>::type scale, int tiled,
-                           int release, int s0, TC* buf0) {
-    constexpr int S = 1 << LOGS, ld = Row<M, S, TC>::ld;
-    typedef Split<Rs...> Radices;
-    static_assert(!IP || InPlace<M, S, NT, Rs...>::value, "in place needs one butterfly per thread and pass");
-    TC* buf1 = IP ? buf0 : buf0 + S * ld;
-    const int ns = min_(S, B - s0);
-    const TI* Yb = Y + spectrum_index(0, s0, M + 1, B, tiled ? S : 0);  // a tile's stride: its series
-    first_pass_from_spectrum<Radices::first, M, S, LOGS, NT, CG>(Yb, twl, ns, tiled ? ns : B, buf0);
-    if (release && tiled) {  // every load of the tile has returned once the block has passed the barrier
-        __syncthreads();
-        discard_l2(Yb, (index_t)ns * (M + 1) * sizeof(TI), threadIdx.x, NT);
-    }
-    Radices::template rest<1, M, S, NT, IP, TC>::run(buf0, buf1, twp, ToSamples<M, S, LOGS, NT, TC, TO>{y, s0, ns, K,
-                                                                                                      scale});
-}
-
 }  // namespace fmv
 
 // Stages 1-2: X[f * B + s] = sum_{t < M} x_s[t] exp(-2 pi i f t / L), f = 0..M (TI -> TC arithmetic -> TO);
@@ -761,9 +737,22 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 10
                 int B, int K, typename fmv::real_of<TC>::type scale, int tiled, int release) {
     fmv::let_next_grid_start();
     fmv::wait_for_prior_grids();
+    constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
+    typedef fmv::Split<Rs...> Radices;
     extern __shared__ double2 fmv_smem[];
-    fmv::inverse_group<TI, TC, TO, LOGS, NT, IP, false, M, Rs...>(Y, y, twp, twl, B, K, scale, tiled, release,
-                                                                  blockIdx.x << LOGS, reinterpret_cast<TC*>(fmv_smem));
+    static_assert(!IP || fmv::InPlace<M, S, NT, Rs...>::value, "in place needs one butterfly per thread and pass");
+    TC* buf0 = reinterpret_cast<TC*>(fmv_smem);
+    TC* buf1 = IP ? buf0 : buf0 + S * ld;
+    const int s0 = blockIdx.x * S;
+    const int ns = fmv::min_(S, B - s0);
+    const TI* Yb = Y + fmv::spectrum_index(0, s0, M + 1, B, tiled ? S : 0);  // a tile's stride: its series
+    fmv::first_pass_from_spectrum<Radices::first, M, S, LOGS, NT>(Yb, twl, ns, tiled ? ns : B, buf0);
+    if (release && tiled) {  // every load of the tile has returned once the block has passed the barrier
+        __syncthreads();
+        fmv::discard_l2(Yb, (fmv::index_t)ns * (M + 1) * sizeof(TI), threadIdx.x, NT);
+    }
+    Radices::template rest<1, M, S, NT, IP, TC>::run(
+        buf0, buf1, twp, fmv::ToSamples<M, S, LOGS, NT, TC, TO>{y, s0, ns, K, scale});
 }
 
 #ifdef FFTMATVEC_INSTANTIATE

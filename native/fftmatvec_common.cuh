@@ -18,14 +18,11 @@
 #define FMV_SHFL_XOR(v, m, w) __shfl_xor((v), (m), (w))
 #define FMV_LDG(p) (*(p))
 #define FMV_LDCS(p) (*(p))
-#define FMV_LDCG(p) (*(p))
 #else
 #define FMV_SHFL_XOR(v, m, w) __shfl_xor_sync(0xffffffffu, (v), (m), (w))
 #define FMV_LDG(p) __ldg(p)
 // streaming (evict-first) loads for data read exactly once (Fhat)
 #define FMV_LDCS(p) __ldcs(p)
-// loads cached in the L2 only
-#define FMV_LDCG(p) __ldcg(p)
 #endif
 
 #define FMV_DEV __device__ __forceinline__
@@ -154,8 +151,6 @@ template <> struct Storer<2> {
 
 // a value of type From read through the read-only path and cast to To
 template <typename To, typename From> FMV_DEV To cload(const From* p) { return ccast<To>(FMV_LDG(p)); }
-// the same read at the L2, past the L1 (for data that other blocks of the running kernel wrote)
-template <typename To, typename From> FMV_DEV To cload_cg(const From* p) { return ccast<To>(FMV_LDCG(p)); }
 
 template <typename T> FMV_DEV T min_(T a, T b) { return a < b ? a : b; }
 template <typename T> FMV_DEV T max_(T a, T b) { return a < b ? b : a; }
@@ -189,15 +184,6 @@ FMV_DEV void wait_for_prior_grids() {
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
-// A pause in a loop that waits for other blocks (a few hundred nanoseconds).
-FMV_DEV void backoff() {
-#ifdef FMV_HIP
-    __builtin_amdgcn_s_sleep(8);
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    __nanosleep(256);
-#endif
-}
-
 // ask the L2 for the 32-byte sector holding p (a hint: nothing waits for it)
 FMV_DEV void prefetch_l2(const void* p) {
 #ifndef FMV_HIP

@@ -181,36 +181,42 @@ __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, T
 // Launch: gridDim.x = nf * ceil((col1 - col0) / (CT * VEC)), gridDim.y = ceil(K / KB),
 // dynamic shared memory = (CH * KB + (RS > 1 ? CT * RS * VEC * KB : 0)) * sizeof(TA).
 // ---------------------------------------------------------------------------
-namespace fmv {
-// The work of one block of sbgemv_adj: frequency f, columns col0 + tile * CT * VEC on (CT = blockDim.x / RS),
-// right-hand sides k0 on; xs is the dynamic shared memory.  Also the product part of sbgemv_adj_irfft
-// (native/adjoint.cu).
 template <typename TA, typename TX, int U, int VEC, int KB>
-FMV_DEV void adj_tile(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y, int nf, int nd, int nm,
-                      int K, int RS, int CH, int col0, int col1, int keep, int spectra_tile, int f, int tile, int k0,
-                      TA* xs) {
-    TA* red = xs + CH * KB;  // [RS][CT][VEC][KB]
+__global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y,
+                           int nf, int nd, int nm, int K, int RS, int CH, int col0, int col1, int keep,
+                           int spectra_tile) {
+    fmv::let_next_grid_start();
+    fmv::wait_for_prior_grids();
+    extern __shared__ double2 fmv_smem[];  // 16-byte aligned
+    TA* xs = reinterpret_cast<TA*>(fmv_smem);  // [CH][KB]
+    TA* red = xs + CH * KB;                   // [RS][CT][VEC][KB]
+
     const int CT = blockDim.x / RS;
     const int tid = threadIdx.x;
     const int c = tid % CT;
     const int s = tid / CT;
+    const int tiles = (col1 - col0 + CT * VEC - 1) / (CT * VEC);
+    const int f = blockIdx.x / tiles;
+    const int tile = blockIdx.x % tiles;
     const int j = col0 + (tile * CT + c) * VEC;
     const bool active = j < col1;
-    const int kn = min_(KB, K - k0);
+    const int k0 = blockIdx.y * KB;
+    const int kn = fmv::min_(KB, K - k0);
+
     TA acc[VEC][KB];
 #pragma unroll
     for (int v = 0; v < VEC; ++v)
 #pragma unroll
-        for (int b = 0; b < KB; ++b) acc[v][b] = czero<TA>();
+        for (int b = 0; b < KB; ++b) acc[v][b] = fmv::czero<TA>();
 
     const TA* a = A + (index_t)f * nd * nm + (active ? j : 0);
     const TX* x = X + (index_t)f * nd * K + k0;
     for (int ib = 0; ib < nd; ib += CH) {
-        const int n = min_(CH, nd - ib);
+        const int n = fmv::min_(CH, nd - ib);
         __syncthreads();
         for (int t = tid; t < n * KB; t += blockDim.x) {
             const int i = t / KB, b = t % KB;
-            xs[t] = (b < kn) ? cload<TA>(x + (index_t)(ib + i) * K + b) : czero<TA>();
+            xs[t] = (b < kn) ? fmv::cload<TA>(x + (index_t)(ib + i) * K + b) : fmv::czero<TA>();
         }
         __syncthreads();
         if (active) {
@@ -219,24 +225,24 @@ FMV_DEV void adj_tile(const TA* __restrict__ A, const TX* __restrict__ X, TA* __
             for (; i + (U - 1) * RS < n; i += U * RS) {
                 TA av[U][VEC];
 #pragma unroll
-                for (int u = 0; u < U; ++u) Loader<VEC, true>::load(ai + (index_t)(i + u * RS) * nm, av[u]);
+                for (int u = 0; u < U; ++u) fmv::Loader<VEC, true>::load(ai + (index_t)(i + u * RS) * nm, av[u]);
 #pragma unroll
                 for (int u = 0; u < U; ++u)
 #pragma unroll
                     for (int b = 0; b < KB; ++b) {
                         const TA xv = xs[(i + u * RS) * KB + b];
 #pragma unroll
-                        for (int v = 0; v < VEC; ++v) cmac_conj(acc[v][b], av[u][v], xv);
+                        for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[v][b], av[u][v], xv);
                     }
             }
             for (; i < n; i += RS) {
                 TA av[VEC];
-                Loader<VEC, true>::load(ai + (index_t)i * nm, av);
+                fmv::Loader<VEC, true>::load(ai + (index_t)i * nm, av);
 #pragma unroll
                 for (int b = 0; b < KB; ++b) {
                     const TA xv = xs[i * KB + b];
 #pragma unroll
-                    for (int v = 0; v < VEC; ++v) cmac_conj(acc[v][b], av[v], xv);
+                    for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[v][b], av[v], xv);
                 }
             }
         }
@@ -254,7 +260,7 @@ FMV_DEV void adj_tile(const TA* __restrict__ A, const TX* __restrict__ X, TA* __
 #pragma unroll
                 for (int v = 0; v < VEC; ++v)
 #pragma unroll
-                    for (int b = 0; b < KB; ++b) cadd(acc[v][b], red[((q * CT + c) * VEC + v) * KB + b]);
+                    for (int b = 0; b < KB; ++b) fmv::cadd(acc[v][b], red[((q * CT + c) * VEC + v) * KB + b]);
         }
     }
     if (active && s == 0) {
@@ -262,32 +268,17 @@ FMV_DEV void adj_tile(const TA* __restrict__ A, const TX* __restrict__ X, TA* __
             TA yv[VEC];
 #pragma unroll
             for (int v = 0; v < VEC; ++v) yv[v] = acc[v][0];
-            Storer<VEC>::store(Y + spectrum_index(f, j, nf, nm, spectra_tile), yv, keep);
+            fmv::Storer<VEC>::store(Y + fmv::spectrum_index(f, j, nf, nm, spectra_tile), yv, keep);
         } else {
 #pragma unroll
             for (int v = 0; v < VEC; ++v) {
                 TA* y = Y + ((index_t)f * nm + j + v) * K + k0;
 #pragma unroll
                 for (int b = 0; b < KB; ++b)
-                    if (b < kn) st_keep(y + b, acc[v][b], keep);
+                    if (b < kn) fmv::st_keep(y + b, acc[v][b], keep);
             }
         }
     }
-}
-}  // namespace fmv
-
-template <typename TA, typename TX, int U, int VEC, int KB>
-__global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y,
-                           int nf, int nd, int nm, int K, int RS, int CH, int col0, int col1, int keep,
-                           int spectra_tile) {
-    fmv::let_next_grid_start();
-    fmv::wait_for_prior_grids();
-    extern __shared__ double2 fmv_smem[];  // 16-byte aligned
-    const int CT = blockDim.x / RS;
-    const int tiles = (col1 - col0 + CT * VEC - 1) / (CT * VEC);
-    fmv::adj_tile<TA, TX, U, VEC, KB>(A, X, Y, nf, nd, nm, K, RS, CH, col0, col1, keep, spectra_tile,
-                                      blockIdx.x / tiles, blockIdx.x % tiles, blockIdx.y * KB,
-                                      reinterpret_cast<TA*>(fmv_smem));
 }
 
 // Y[i] = sum_s P[s * n + i], s = 0 .. S-1 in order (deterministic).

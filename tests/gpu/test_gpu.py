@@ -269,7 +269,6 @@ def test_tiled_spectra_equal_frequency_major(rng, code, shape, flat, tiles, rele
     tiled.release_spectra = release
     plain.tiled_spectra = False
     for be in (tiled, plain):
-        be.adj_inverse_inside = False  # (test_adjoint_with_inverse_inside)
         if flat is not None:
             be.adj_flat = flat
     taken = []
@@ -288,49 +287,6 @@ def test_tiled_spectra_equal_frequency_major(rng, code, shape, flat, tiles, rele
     d = cupy.asarray(rng.standard_normal((nd, nt)))
     cupy.testing.assert_array_equal(BTTOperator(f, adjoint_precision=code, device=tiled).rmatvec(d), op_p.rmatvec(d))
     assert taken and True not in taken, taken
-
-
-@pytest.mark.parametrize("code", ["ddssd", "ddddd"])
-@pytest.mark.parametrize("group,lag,blocks", [(1, 0, 0), (1, 1, 3), (3, 1, 7), (0, 0, 0)],
-                         ids=["tile-segments", "lag-1-three-blocks", "three-tile-segments-seven-blocks",
-                              "one-segment"])
-@pytest.mark.parametrize("shape", [(70, 601, 100), (9, 303, 40), (33, 1000, 64)],
-                         ids=["four-slices-odd", "one-slice-odd", "two-slices"])
-def test_adjoint_with_inverse_inside(rng, code, shape, group, lag, blocks):
-    """The adjoint with one right-hand side in one kernel with its inverse
-    transform (``sbgemv_adj_irfft``, taken where the product runs blocked:
-    here always) equals the dense float64 product within the code's
-    tolerance and the two-kernel form to rounding, call after call (eager,
-    recorded, replayed on new inputs, then a second operator of the same
-    shape sharing its launch set-up and counters).  Odd and even column
-    counts, one, two and four row slices, segments of one and three tiles
-    (the last one partial) and all tiles in one segment; with as many
-    blocks as fit each block's first unit is often its only one, so a few
-    blocks take the rest by tickets, and a lag of one product unit makes
-    the inverse groups wait for the segment before.  Its counters are zero
-    again after each call."""
-    inside, apart = GPUBackend(), GPUBackend()
-    inside.adj_inside_tile_group, inside.adj_inside_lag, inside.adj_inside_blocks = group, lag, blocks
-    apart.adj_inverse_inside = False
-    for be in (inside, apart):
-        be.adj_flat = False
-    nd, nm, nt = shape
-    f = rng.standard_normal(shape)
-    ops = [BTTOperator(f, adjoint_precision=code, device=be) for be in (inside, apart)]
-    tol = code_tol(code, nd, nt)
-    for call in range(5):
-        d = rng.standard_normal((nd, nt))
-        y_in, y_apart = (op.rmatvec(cupy.asarray(d)) for op in ops)
-        ref = dense_product(f, d[:, :, None], adjoint=True)[:, :, 0]
-        assert rel_err(cupy.asnumpy(y_in), ref) < tol
-        assert rel_err(cupy.asnumpy(y_in), cupy.asnumpy(y_apart)) < tol
-        cfgs = [cfg for key, cfg in inside._launch.items() if key[0] == "adj_irfft"]
-        assert cfgs and all(cfg is not False for cfg in cfgs), cfgs
-        sync = [a for a in cfgs[0][-1] if isinstance(a, cupy.ndarray) and a.dtype == np.uint32]
-        assert len(sync) == 1 and not sync[0].any()  # the counters, reset by the last block
-        if call == 3:  # a second operator: the same set-up, fresh buffers
-            ops[0] = BTTOperator(f, adjoint_precision=code, device=inside)
-    assert not any(key[0] == "adj_irfft" for key in apart._launch)
 
 
 @pytest.mark.parametrize("K", [1, 3])

@@ -133,19 +133,6 @@ class GPUProducts:
         then reads one contiguous run at a time
         (:meth:`sbgemv_irfft_unpad`; ``$FFTMATVEC_TILED_SPECTRA=0`` turns it
         off).
-    adj_inverse_inside : bool
-        The adjoint product with one right-hand side, where it takes the
-        blocked kernel and the fused inverse follows it, runs with its inverse
-        in one kernel (``native/adjoint.cu``, ``sbgemv_adj_irfft``): resident
-        blocks take the product's tiles segment by segment and the inverse of
-        each finished segment between the next one's product units, so that
-        only the last segment's inverse runs after ``Fhat`` has been read
-        (``$FFTMATVEC_ADJ_INVERSE_INSIDE=0`` turns it off; not on HIP).
-    adj_inside_tile_group, adj_inside_lag, adj_inside_blocks : int
-        That kernel's tiles a segment (0: all), its product units at the
-        start of a segment before the first inverse group of the segment
-        before (0: twice its blocks), and its blocks at most (0: as many as
-        fit at once).
     early_loads : int
         Loads of ``Fhat`` per thread that the one-vector product kernels
         (``sbgemv_fwd``, ``sbgemv_adj_flat``) ask the L2 for before they wait
@@ -254,10 +241,6 @@ class GPUProducts:
         # spectra in 32-byte runs, level (ddssd, 40 MB) or slower (ddddd, 80 MB: past the L2, so not tiled)
         # (benchmarks/results/h200-launch-ab-tiles-stop30.jsonl)
         self.tiled_spectra = os.environ.get("FFTMATVEC_TILED_SPECTRA", "1") != "0"
-        self.adj_inverse_inside = os.environ.get("FFTMATVEC_ADJ_INVERSE_INSIDE", "1") != "0" and not kernels.is_hip()
-        self.adj_inside_tile_group = 1
-        self.adj_inside_lag = 0
-        self.adj_inside_blocks = 0
         # two loads a thread asked for before the wait: the middle size's dssdd F m 63.5-64.1 us waited for, against
         # 66.1-68.8 with none, 64.6-67.4 with four, 66.8-70.0 launched plainly; more fill the L2 beyond what the
         # kernel reads before it is evicted (six: 67.6-70.2, sixteen: 81.2-81.4; ddssd F^T d 66.3-66.5 with two,
@@ -332,15 +315,9 @@ class GPUProducts:
         per block (``fmv::spectrum_index``): each block of the inverse then
         reads its spectra in one run instead of a run of a few values per
         frequency.  With :attr:`release_spectra` each block of the inverse
-        then drops its tile from the L2 unwritten once it has read it.  With
-        :attr:`adj_inverse_inside`, where the product takes the blocked kernel,
-        both run in one kernel (:meth:`_sbgemv_adj_irfft`)."""
+        then drops its tile from the L2 unwritten once it has read it."""
         tile = self._spectra_tile(Fhat, x_hat, y_hat, out, dtype, adjoint)
-        if tile and self.adj_inverse_inside and not self._adj_flat(*Fhat.shape, 1, Fhat.dtype.itemsize):
-            if self._sbgemv_adj_irfft(Fhat, x_hat, y_hat, out, dtype):
-                return
-        if not tile or y_hat.nbytes > self.adj_keep_max_bytes:
-            # (tiles' short stores cost when they go past the L2 to memory)
+        if not tile:
             super().sbgemv_irfft_unpad(Fhat, x_hat, y_hat, out, dtype, adjoint)
             return
         n, nt, _ = out.shape
@@ -349,9 +326,10 @@ class GPUProducts:
                               tiled=True)
 
     def _spectra_tile(self, Fhat: Array, x_hat: Array, y_hat: Array, out: Array, dtype: Any, adjoint: bool) -> int:
-        """The tile width in which :meth:`sbgemv_irfft_unpad` may lay out
+        """The tile width in which :meth:`sbgemv_irfft_unpad` lays out
         ``y_hat``: the fused inverse's series per block, when that is 2 or
-        more and both stages run as native kernels that take tiles; else 0."""
+        more, both stages run as native kernels that take tiles, and the
+        spectra fit the L2 (``adj_keep_max_bytes``); else 0."""
         K = x_hat.shape[2] if x_hat.ndim == 3 else 0
         if not (self.tiled_spectra and adjoint and K == 1 and out.ndim == 3 and out.size
                 and self.fft_layout["c2r"] == "fused" and out.flags.c_contiguous and y_hat.flags.c_contiguous):
@@ -359,6 +337,8 @@ class GPUProducts:
         ta = np.dtype(Fhat.dtype)
         if self.adj_tensor_min_k.get(ta, 17) <= K or K >= self.blas_min_k.get((ta, True), 1):
             return 0  # not a one-column kernel
+        if y_hat.nbytes > self.adj_keep_max_bytes:  # tiles' short stores cost when they go past the L2 to memory
+            return 0
         n, nt, _ = out.shape
         if y_hat.shape != (nt + 1, n, 1):  # (the stages one by one say what does not fit)
             return 0
@@ -366,95 +346,9 @@ class GPUProducts:
         S = cfg[0]["irfft_unpad"] if cfg is not None else 0
         return S if S >= 2 else 0
 
-    def _adj_flat(self, nf: int, nd: int, ncol: int, K: int, itemsize: int) -> bool:
-        """Whether the adjoint product with ``K`` right-hand sides over ``ncol`` columns of an ``Fhat`` of
-        ``nf`` frequencies, ``nd`` rows and ``itemsize`` bytes a value takes ``sbgemv_adj_flat`` (else
-        ``sbgemv_adj``): the blocked kernel for large launches (measured faster at 1-8 GB of ``Fhat``), else
-        the balanced one (no idle last wave when there are few blocks per multiprocessor)."""
-        return K == 1 and self.adj_flat and nf * nd * ncol * itemsize < self.adj_flat_max_bytes
-
-    def _sbgemv_adj_irfft(self, Fhat: Array, x_hat: Array, y_hat: Array, out: Array, dtype: Any) -> bool:
-        """Stages 3-5 of an adjoint product with one right-hand side in one kernel, ``sbgemv_adj_irfft``
-        (``native/adjoint.cu``): the inverse of each segment of ``y_hat``'s tiles of columns runs while the next
-        segment's product is computed.  False (nothing done) where its launch set-up does not fit."""
-        self._check_sbgemv(Fhat, x_hat, y_hat, True)
-        nf, nd, nm = Fhat.shape
-        aligned = (Fhat.data.ptr | x_hat.data.ptr | y_hat.data.ptr) % 16 == 0
-        key = ("adj_irfft", nf, nd, nm, Fhat.dtype, x_hat.dtype, np.dtype(dtype), out.dtype, aligned,
-               self.release_spectra, self.adj_row_slices, self.adj_inside_tile_group, self.adj_inside_lag,
-               self.adj_inside_blocks)
-        cfg = self._launch.get(key)
-        if cfg is None:
-            cfg = self._launch[key] = self._adj_irfft_config(nf, nd, nm, np.dtype(Fhat.dtype), np.dtype(x_hat.dtype),
-                                                             COMPLEX_OF[np.dtype(dtype)], out.dtype, aligned)
-        if cfg is False:
-            return False
-        fn, grid, block, smem, tail = cfg
-        self._run_kernel(fn, grid, block, (Fhat, x_hat, y_hat, out) + tail, smem)
-        return True
-
-    def _adj_irfft_config(self, nf: int, nd: int, nm: int, ta: np.dtype, tx: np.dtype, ctype: np.dtype,
-                          to: np.dtype, aligned: bool) -> tuple | bool:
-        """Launch set-up of ``sbgemv_adj_irfft``, or False.  Its blocks are the inverse's (threads, shared
-        memory, register budget: :meth:`_fused_config`); the product part takes four row slices where there
-        are 64 rows or more, as the blocked kernel (:meth:`_adj_config`), and tiles of ``NT / RS`` threads of
-        ``VEC`` columns, a whole number of the inverse's groups of series.  It launches as many blocks as fit at
-        once (the occupancy the driver reports), which its waits need.  Its counters (``sync``) are made here,
-        zero, and reset by each launch's last block."""
-        nt = nf - 1
-        S_of, threads_of, smem_of, twp, twl, radices, in_place_of = self._fused_config(nt, ctype, nm, 1)
-        S, NT = S_of["irfft_unpad"], threads_of["irfft_unpad"]
-        VEC = 2 if ta == np.complex64 and nm % 2 == 0 and aligned else 1
-        RS = self.adj_row_slices or (4 if nd >= 64 else 2 if nd >= 32 else 1)
-        CT = NT // RS
-        if NT % RS or (CT * VEC) % S:
-            return False
-        isz = ta.itemsize
-        CH = int(max(1, min(nd, 16384 // isz)))
-        smem = max((CH + (CT * RS * VEC if RS > 1 else 0)) * isz, smem_of["irfft_unpad"])
-        if smem > self.smem_limit:
-            return False
-        fn = kernels.kernel("adjoint.cu", "sbgemv_adj_irfft", ta, tx, ctype, to, 8, VEC, S.bit_length() - 1, NT,
-                            int(in_place_of["irfft_unpad"]), nt, *radices)
-        kernels.allow_shared_memory(fn, smem)
-        blocks = self.sm_count * self._cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
-            int(fn.kernel.ptr), NT, smem)
-        if blocks < 1:
-            return False
-        blocks = min(blocks, self.adj_inside_blocks or blocks)
-        tiles = -(-nm // (CT * VEC))
-        G = min(tiles, self.adj_inside_tile_group or tiles)
-        Q, J = nf * G, G * (CT * VEC // S)  # product units and inverse groups a segment
-        L = min(Q, self.adj_inside_lag or 2 * blocks)
-        sync = self._cupy.zeros(2 + -(-tiles // G), np.uint32)
-        tail = (twp, twl, np.int32(nf), np.int32(nd), np.int32(nm), np.int32(RS), np.int32(CH), np.int32(G),
-                np.int32(L), np.int32((Q - L) // J), REAL_OF[ctype].type(1.0 / (2 * nt)),
-                np.int32(self.release_spectra), sync)
-        return fn, (blocks,), (NT,), smem, tail
-
     def _sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool, spectra_tile: int) -> None:
         """:meth:`sbgemv`; an adjoint with one right-hand side in a one-column kernel stores ``out`` in tiles of
         ``spectra_tile`` columns when that is not 0."""
-        self._check_sbgemv(Fhat, x_hat, out, adjoint)
-        if out.size == 0:  # no rows (a launch of no threads is an error)
-            return
-        nf, nd, nm = Fhat.shape
-        K = x_hat.shape[2]
-        ta = np.dtype(Fhat.dtype)
-        if adjoint and self.adj_tensor_min_k[ta] <= K <= 16 and self._sbgemm_adj_native(Fhat, x_hat, out):
-            return
-        if K >= self.blas_min_k[(ta, bool(adjoint))]:
-            self._sbgemm_blas(Fhat, x_hat, out, adjoint)
-            return
-        if not adjoint and K >= self.gemm_min_k[ta]:
-            self._sbgemm_native(Fhat, x_hat, out)
-            return
-        S = self._sbgemv_cols(Fhat, x_hat, out, adjoint, 0, nm, None, spectra_tile)
-        if S > 1:
-            self._sum_splits(self.scratch((S,) + out.shape, ta, "sbgemv-splits"), out, S)
-
-    def _check_sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool) -> None:
-        """Raise ValueError unless ``x_hat`` and ``out`` fit ``Fhat`` as a product's input and output."""
         nf, nd, nm = Fhat.shape
         n_in, n_out = (nd, nm) if adjoint else (nm, nd)
         K = x_hat.shape[2] if x_hat.ndim == 3 else 0
@@ -469,6 +363,20 @@ class GPUProducts:
         for a, what in ((x_hat, "x_hat"), (out, "out")):
             self._contiguous(a, f"sbgemv {what}")
         self._row_stride(Fhat, adjoint)
+        if out.size == 0:  # no rows (a launch of no threads is an error)
+            return
+        ta = np.dtype(Fhat.dtype)
+        if adjoint and self.adj_tensor_min_k[ta] <= K <= 16 and self._sbgemm_adj_native(Fhat, x_hat, out):
+            return
+        if K >= self.blas_min_k[(ta, bool(adjoint))]:
+            self._sbgemm_blas(Fhat, x_hat, out, adjoint)
+            return
+        if not adjoint and K >= self.gemm_min_k[ta]:
+            self._sbgemm_native(Fhat, x_hat, out)
+            return
+        S = self._sbgemv_cols(Fhat, x_hat, out, adjoint, 0, nm, None, spectra_tile)
+        if S > 1:
+            self._sum_splits(self.scratch((S,) + out.shape, ta, "sbgemv-splits"), out, S)
 
     @staticmethod
     def _row_stride(Fhat: Array, adjoint: bool) -> int:
@@ -592,7 +500,9 @@ class GPUProducts:
         if VEC is None:
             VEC = 2 if (not c128 and nm % 2 == 0 and col0 % 2 == 0 and ncol % 2 == 0 and KB <= 2) else 1
         if flat is None:
-            flat = self._adj_flat(nf, nd, ncol, K, ta.itemsize)
+            # the blocked kernel for large launches (measured faster at 1-8 GB of Fhat), else the
+            # balanced one (no idle last wave when there are few blocks per multiprocessor)
+            flat = K == 1 and self.adj_flat and nf * nd * ncol * ta.itemsize < self.adj_flat_max_bytes
         if flat:  # one right-hand side: balanced column ranges, one block per resident slot
             # eight rows in flight when the vector is wider than Fhat (complex128 into a complex64 product:
             # 52.3 us against 56.0 us with four at the middle size, benchmarks/results/h200-probe-fused-io.jsonl)
