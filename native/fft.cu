@@ -475,10 +475,8 @@ template <int NT, typename T> FMV_DEV void stage_samples(T* dst, const T* __rest
 
 // The first pass of the inverse transform (NS = 1) with the pre-processing
 // (complex_sample), from Y[f * B + s] (Yb = Y + s0), f <= M.  As numpy.fft,
-// the imaginary parts of Y[0] and Y[M] are ignored.  CG reads Y at the L2
-// (cload_cg) instead of through the read-only path: for spectra that a kernel
-// running beside this one writes.
-template <int R, int M, int S, int LOGS, int NT, bool CG, typename TI, typename C>
+// the imaginary parts of Y[0] and Y[M] are ignored.
+template <int R, int M, int S, int LOGS, int NT, typename TI, typename C>
 FMV_DEV void first_pass_from_spectrum(const TI* __restrict__ Yb, const C* __restrict__ twl, int ns, int B, C* out) {
     constexpr int nb = M / R, ld = Row<M, S, C>::ld;
 #pragma unroll 1
@@ -496,7 +494,7 @@ FMV_DEV void first_pass_from_spectrum(const TI* __restrict__ Yb, const C* __rest
         // size, 0.2 us more for 100 series: benchmarks/results/h200-fft-ab-loadptr{,-b}-stop57.jsonl)
         for (int r = 0; r < R; ++r) {
             const TI* p = Ys + (index_t)(jl + r * nb) * B;
-            v[r] = valid ? (CG ? cload_cg<C>(p) : cload<C>(p)) : czero<C>();
+            v[r] = valid ? cload<C>(p) : czero<C>();
         }
         if (jl == 0) v[0].y = 0;
         if (jl == nb) v[R - 1].y = 0;
@@ -672,27 +670,6 @@ template <int M, int S, int IP, typename C> struct StagingOffset {
 // for THREADS resident threads.
 template <int THREADS, int NT> constexpr int blocks_of() { return THREADS / NT > 0 ? THREADS / NT : 1; }
 
-// Stages 4-5 of the series s0 .. s0 + S - 1 (fewer at the end of B) by one block of NT threads in the dynamic
-// shared memory buf0: the work of a block of irfft_unpad (CG: of irfft_unpad_tiles, native/fft.cu).
-template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, bool CG, int M, int... Rs>
-FMV_DEV void inverse_group(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp,
-                           const TC* __restrict__ twl, int B, int K, typename real_of<TC>::type scale, int tiled,
-                           int release, int s0, TC* buf0) {
-    constexpr int S = 1 << LOGS, ld = Row<M, S, TC>::ld;
-    typedef Split<Rs...> Radices;
-    static_assert(!IP || InPlace<M, S, NT, Rs...>::value, "in place needs one butterfly per thread and pass");
-    TC* buf1 = IP ? buf0 : buf0 + S * ld;
-    const int ns = min_(S, B - s0);
-    const TI* Yb = Y + spectrum_index(0, s0, M + 1, B, tiled ? S : 0);  // a tile's stride: its series
-    first_pass_from_spectrum<Radices::first, M, S, LOGS, NT, CG>(Yb, twl, ns, tiled ? ns : B, buf0);
-    if (release && tiled) {  // every load of the tile has returned once the block has passed the barrier
-        __syncthreads();
-        discard_l2(Yb, (index_t)ns * (M + 1) * sizeof(TI), threadIdx.x, NT);
-    }
-    Radices::template rest<1, M, S, NT, IP, TC>::run(buf0, buf1, twp,
-                                                     ToSamples<M, S, LOGS, NT, TC, TO>{y, s0, ns, K, scale});
-}
-
 }  // namespace fmv
 
 // Stages 1-2: X[f * B + s] = sum_{t < M} x_s[t] exp(-2 pi i f t / L), f = 0..M (TI -> TC arithmetic -> TO);
@@ -760,34 +737,22 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 10
                 int B, int K, typename fmv::real_of<TC>::type scale, int tiled, int release) {
     fmv::let_next_grid_start();
     fmv::wait_for_prior_grids();
+    constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
+    typedef fmv::Split<Rs...> Radices;
     extern __shared__ double2 fmv_smem[];
-    fmv::inverse_group<TI, TC, TO, LOGS, NT, IP, false, M, Rs...>(Y, y, twp, twl, B, K, scale, tiled, release,
-                                                                  blockIdx.x << LOGS, reinterpret_cast<TC*>(fmv_smem));
-}
-
-// irfft_unpad (K = 1, Y tiled) launched programmatically right after the adjoint product that writes Y
-// (sbgemv_adj with tiles_done = counters + 1): instead of waiting for that whole kernel, a block waits until
-// the product's tile of `tile_cols` columns that holds its series has its nf = M + 1 blocks counted, and reads Y
-// at the L2.  So the inverse of the tiles done first can run in the product's last wave.  Everything before
-// the product in the stream is done by then (each product block waited for it before it counted itself).
-// counters[0] counts this kernel's blocks done; the last one sets all 1 + tiles counters back to zero.
-template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int M, int... Rs>
-__global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 1024, NT>())
-    irfft_unpad_tiles(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp,
-                      const TC* __restrict__ twl, int B, typename fmv::real_of<TC>::type scale, int release,
-                      unsigned* __restrict__ counters, int tile_cols) {
-    fmv::let_next_grid_start();
-    extern __shared__ double2 fmv_smem[];
-    const int s0 = blockIdx.x << LOGS;
-    if (threadIdx.x == 0)
-        while (fmv::load_acquire(counters + 1 + s0 / tile_cols) < (unsigned)(M + 1)) fmv::backoff();
-    __syncthreads();
-    fmv::inverse_group<TI, TC, TO, LOGS, NT, IP, true, M, Rs...>(Y, y, twp, twl, B, 1, scale, 1, release, s0,
-                                                                 reinterpret_cast<TC*>(fmv_smem));
-    if (threadIdx.x == 0 && atomicAdd(counters, 1u) == gridDim.x - 1) {  // the last block: all tiles were done
-        const int tiles = (B + tile_cols - 1) / tile_cols;
-        for (int t = 0; t <= tiles; ++t) counters[t] = 0;
+    static_assert(!IP || fmv::InPlace<M, S, NT, Rs...>::value, "in place needs one butterfly per thread and pass");
+    TC* buf0 = reinterpret_cast<TC*>(fmv_smem);
+    TC* buf1 = IP ? buf0 : buf0 + S * ld;
+    const int s0 = blockIdx.x * S;
+    const int ns = fmv::min_(S, B - s0);
+    const TI* Yb = Y + fmv::spectrum_index(0, s0, M + 1, B, tiled ? S : 0);  // a tile's stride: its series
+    fmv::first_pass_from_spectrum<Radices::first, M, S, LOGS, NT>(Yb, twl, ns, tiled ? ns : B, buf0);
+    if (release && tiled) {  // every load of the tile has returned once the block has passed the barrier
+        __syncthreads();
+        fmv::discard_l2(Yb, (fmv::index_t)ns * (M + 1) * sizeof(TI), threadIdx.x, NT);
     }
+    Radices::template rest<1, M, S, NT, IP, TC>::run(
+        buf0, buf1, twp, fmv::ToSamples<M, S, LOGS, NT, TC, TO>{y, s0, ns, K, scale});
 }
 
 #ifdef FFTMATVEC_INSTANTIATE
@@ -812,6 +777,4 @@ FMV_IRFFT(float2, float2, double, 2, 512, 0, 1000, 10, 10, 10)
 FMV_IRFFT(float2, float2, float, 2, 512, 0, 500, 5, 10, 10)
 FMV_IRFFT(float2, double2, double, 0, 32, 0, 21, 3, 7)
 FMV_IRFFT(float2, float2, float, 2, 256, 0, 500, 4, 5, 5, 5)
-template __global__ void irfft_unpad_tiles<float2, float2, double, 2, 512, 0, 1000, 10, 10, 10>(
-    const float2*, double*, const float2*, const float2*, int, float, int, unsigned*, int);
 #endif

@@ -18,14 +18,11 @@
 #define FMV_SHFL_XOR(v, m, w) __shfl_xor((v), (m), (w))
 #define FMV_LDG(p) (*(p))
 #define FMV_LDCS(p) (*(p))
-#define FMV_LDCG(p) (*(p))
 #else
 #define FMV_SHFL_XOR(v, m, w) __shfl_xor_sync(0xffffffffu, (v), (m), (w))
 #define FMV_LDG(p) __ldg(p)
 // streaming (evict-first) loads for data read exactly once (Fhat)
 #define FMV_LDCS(p) __ldcs(p)
-// loads cached in the L2 only, for data that another kernel running beside this one writes
-#define FMV_LDCG(p) __ldcg(p)
 #endif
 
 #define FMV_DEV __device__ __forceinline__
@@ -154,8 +151,6 @@ template <> struct Storer<2> {
 
 // a value of type From read through the read-only path and cast to To
 template <typename To, typename From> FMV_DEV To cload(const From* p) { return ccast<To>(FMV_LDG(p)); }
-// the same read at the L2, past the L1 (FMV_LDCG)
-template <typename To, typename From> FMV_DEV To cload_cg(const From* p) { return ccast<To>(FMV_LDCG(p)); }
 
 template <typename T> FMV_DEV T min_(T a, T b) { return a < b ? a : b; }
 template <typename T> FMV_DEV T max_(T a, T b) { return a < b ? b : a; }
@@ -189,37 +184,6 @@ FMV_DEV void wait_for_prior_grids() {
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
-// Counts between kernels that run at once (an adjoint product and the inverse transform that follows it,
-// native/sbgemv.cu and native/fft.cu).  add_release: *p += v, a release at the device's scope, so that the
-// writes before it (the block's, through a barrier before it) are visible to whoever reads the sum with
-// load_acquire.  backoff: a pause in a loop that waits for such a count.
-FMV_DEV void add_release(unsigned* p, unsigned v) {
-#if !defined(FMV_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-#else
-    __threadfence();
-    atomicAdd(p, v);
-#endif
-}
-FMV_DEV unsigned load_acquire(const unsigned* p) {
-#if !defined(FMV_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-#else
-    const unsigned v = *(const volatile unsigned*)p;
-    __threadfence();
-    return v;
-#endif
-}
-FMV_DEV void backoff() {
-#ifdef FMV_HIP
-    __builtin_amdgcn_s_sleep(8);
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    __nanosleep(256);
-#endif
-}
-
 // ask the L2 for the 32-byte sector holding p (a hint: nothing waits for it)
 FMV_DEV void prefetch_l2(const void* p) {
 #ifndef FMV_HIP

@@ -177,17 +177,14 @@ __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, T
 // Only columns [col0, col1) are computed (col0 % VEC == 0).
 // With `keep`, Y is stored at evict-last priority in the L2 (fmv::st_keep); with spectra_tile > 0 (K == 1, a
 // multiple of VEC), in tiles of that many columns (fmv::spectrum_index), the layout the inverse transform reads
-// fastest.  The blocks take the tiles in groups of `group_tiles` (0: all in one group), frequency-major within
-// a group, so that a group's tiles are done before the next group's start.  With `tiles_done` (K == 1), a
-// block counts itself in tiles_done[tile] (fmv::add_release) once its spectra are stored: an inverse
-// transform launched beside the product then starts on each tile once its nf blocks are counted (irfft_unpad).
+// fastest.
 // Launch: gridDim.x = nf * ceil((col1 - col0) / (CT * VEC)), gridDim.y = ceil(K / KB),
 // dynamic shared memory = (CH * KB + (RS > 1 ? CT * RS * VEC * KB : 0)) * sizeof(TA).
 // ---------------------------------------------------------------------------
 template <typename TA, typename TX, int U, int VEC, int KB>
 __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, TA* __restrict__ Y,
                            int nf, int nd, int nm, int K, int RS, int CH, int col0, int col1, int keep,
-                           int spectra_tile, int group_tiles, unsigned* __restrict__ tiles_done) {
+                           int spectra_tile) {
     fmv::let_next_grid_start();
     fmv::wait_for_prior_grids();
     extern __shared__ double2 fmv_smem[];  // 16-byte aligned
@@ -199,11 +196,8 @@ __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, T
     const int c = tid % CT;
     const int s = tid / CT;
     const int tiles = (col1 - col0 + CT * VEC - 1) / (CT * VEC);
-    const int G = group_tiles > 0 ? fmv::min_(group_tiles, tiles) : tiles;
-    const int group = blockIdx.x / (nf * G), in_group = blockIdx.x - group * nf * G;
-    const int width = fmv::min_(G, tiles - group * G);  // the last group may be narrower
-    const int f = in_group / width;
-    const int tile = group * G + in_group % width;
+    const int f = blockIdx.x / tiles;
+    const int tile = blockIdx.x % tiles;
     const int j = col0 + (tile * CT + c) * VEC;
     const bool active = j < col1;
     const int k0 = blockIdx.y * KB;
@@ -284,10 +278,6 @@ __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, T
                     if (b < kn) fmv::st_keep(y + b, acc[v][b], keep);
             }
         }
-    }
-    if (tiles_done != nullptr) {
-        __syncthreads();  // the block's spectra are stored before they are counted
-        if (tid == 0) fmv::add_release(tiles_done + tile, 1u);
     }
 }
 
@@ -380,7 +370,7 @@ FMV_FLAT(float2, double2, 8, 2)
 FMV_FLAT(double2, float2, 8, 1)
 #define FMV_ADJ(TA, TX, U, VEC, KB) \
     template __global__ void sbgemv_adj<TA, TX, U, VEC, KB>(const TA*, const TX*, TA*, int, int, int, int, int, int, \
-                                                            int, int, int, int, int, unsigned*);
+                                                            int, int, int, int);
 FMV_FWD(double2, double2, 4, 2, 1, 1)
 FMV_FWD(double2, float2, 4, 2, 1, 1)
 FMV_FWD(float2, float2, 4, 2, 2, 1)

@@ -289,40 +289,6 @@ def test_tiled_spectra_equal_frequency_major(rng, code, shape, flat, tiles, rele
     assert taken and True not in taken, taken
 
 
-@pytest.mark.parametrize("code", ["ddssd", "ddddd"])
-@pytest.mark.parametrize("groups", [0, 1, 3], ids=["frequency-major", "tile-by-tile", "groups-of-three"])
-@pytest.mark.parametrize("shape", [(70, 601, 100), (9, 303, 40), (33, 1000, 64)],
-                         ids=["four-slices-odd", "one-slice-odd", "two-slices-pairs"])
-def test_inverse_after_each_tile(rng, code, shape, groups):
-    """The tiled inverse that waits for each tile of the blocked adjoint
-    (``irfft_unpad_tiles``, launched programmatically beside it) gives bit
-    for bit what the inverse after the whole product gives, with the
-    product's tiles frequency-major, tile by tile or in groups of three (a
-    narrower last group), eagerly, recorded and replayed on a new input each
-    call, then for a second operator of the same shape that shares the
-    counters; it is within the code's tolerance of the float64 product on
-    the CPU, and the counters are zero after each call."""
-    early, plain = GPUBackend(), GPUBackend()
-    if not early.programmatic_launch:
-        pytest.skip("programmatic launches (compute capability 9.0) are what the early inverse needs")
-    for be in (early, plain):
-        be.adj_flat = False
-    early.adj_tile_groups, early.adj_inverse_early = groups, True
-    nd, nm, nt = shape
-    f = rng.standard_normal(shape)
-    op_e, op_p = (BTTOperator(f, adjoint_precision=code, device=be) for be in (early, plain))
-    op_ref = BTTOperator(f, device=CPUBackend())
-    for call in range(5):
-        d = rng.standard_normal((nd, nt))
-        y_e = op_e.rmatvec(cupy.asarray(d))
-        cupy.testing.assert_array_equal(y_e, op_p.rmatvec(cupy.asarray(d)))
-        assert rel_err(cupy.asnumpy(y_e), op_ref.rmatvec(d)) < code_tol(code, nd, nt)
-        assert early._tile_counters and not any(c.any() for c in early._tile_counters.values())
-        if call == 3:
-            op_e = BTTOperator(f, adjoint_precision=code, device=early)
-    assert not plain._tile_counters
-
-
 @pytest.mark.parametrize("K", [1, 3])
 @pytest.mark.parametrize("code", ["ddddd", "dssdd", "ddssd", "sssss"])
 @pytest.mark.parametrize("shape", [(15, 289, 10), (13, 41, 100)], ids=["one-kernel", "staged"])

@@ -133,15 +133,6 @@ class GPUProducts:
         then reads one contiguous run at a time
         (:meth:`sbgemv_irfft_unpad`; ``$FFTMATVEC_TILED_SPECTRA=0`` turns it
         off).
-    adj_tile_groups : int
-        The blocked adjoint (``sbgemv_adj``) takes its tiles of columns in
-        groups of this many, frequency-major within a group (0: one group).
-    adj_inverse_early : bool
-        Where the blocked adjoint writes tiled spectra and launches are
-        programmatic, the inverse (``irfft_unpad_tiles``) waits for each
-        product tile it reads, counted by the product, instead of for the
-        whole product, so that the inverse of the tiles done first runs in
-        the product's last wave.
     early_loads : int
         Loads of ``Fhat`` per thread that the one-vector product kernels
         (``sbgemv_fwd``, ``sbgemv_adj_flat``) ask the L2 for before they wait
@@ -250,9 +241,6 @@ class GPUProducts:
         # spectra in 32-byte runs, level (ddssd, 40 MB) or slower (ddddd, 80 MB: past the L2, so not tiled)
         # (benchmarks/results/h200-launch-ab-tiles-stop30.jsonl)
         self.tiled_spectra = os.environ.get("FFTMATVEC_TILED_SPECTRA", "1") != "0"
-        self.adj_tile_groups = 0
-        self.adj_inverse_early = False
-        self._tile_counters: dict[tuple, Array] = {}  # _inverse_after_tiles's, by (nf, nm, tiles)
         # two loads a thread asked for before the wait: the middle size's dssdd F m 63.5-64.1 us waited for, against
         # 66.1-68.8 with none, 64.6-67.4 with four, 66.8-70.0 launched plainly; more fill the L2 beyond what the
         # kernel reads before it is evicted (six: 67.6-70.2, sixteen: 81.2-81.4; ddssd F^T d 66.3-66.5 with two,
@@ -327,40 +315,15 @@ class GPUProducts:
         per block (``fmv::spectrum_index``): each block of the inverse then
         reads its spectra in one run instead of a run of a few values per
         frequency.  With :attr:`release_spectra` each block of the inverse
-        then drops its tile from the L2 unwritten once it has read it; with
-        :attr:`adj_inverse_early` it waits for the product's tiles it reads
-        only (:meth:`_inverse_after_tiles`)."""
+        then drops its tile from the L2 unwritten once it has read it."""
         tile = self._spectra_tile(Fhat, x_hat, y_hat, out, dtype, adjoint)
         if not tile:
             super().sbgemv_irfft_unpad(Fhat, x_hat, y_hat, out, dtype, adjoint)
             return
         n, nt, _ = out.shape
-        after = self._inverse_after_tiles(Fhat, x_hat, y_hat, tile)
-        self._sbgemv(Fhat, x_hat, y_hat, True, tile, None if after is None else after[0])
+        self._sbgemv(Fhat, x_hat, y_hat, True, tile)
         self._fused_transform("irfft_unpad", y_hat, out, COMPLEX_OF[np.dtype(dtype)], n, 1, nt, 1.0 / (2 * nt),
-                              tiled=True, after_tiles=after)
-
-    def _inverse_after_tiles(self, Fhat: Array, x_hat: Array, y_hat: Array, S: int) -> tuple[Array, int] | None:
-        """``(counters, tile_cols)`` through which the tiled inverse of an adjoint product waits for the
-        product's tiles of ``tile_cols`` columns one by one (``counters[1 + tile]``, counted by ``sbgemv_adj``;
-        ``counters[0]``, the inverse's blocks done), where :attr:`adj_inverse_early`, launches are
-        programmatic, the product takes the blocked kernel and its tiles hold whole groups of ``S`` series of
-        the inverse; else None.  The counters are zero between products (the inverse's last block resets
-        them) and shared by the products of one shape."""
-        nf, nd, nm = Fhat.shape
-        ta = np.dtype(Fhat.dtype)
-        if not (self.adj_inverse_early and self.programmatic_launch) or self._adj_flat(nf, nd, nm, 1, ta.itemsize):
-            return None
-        aligned = (Fhat.data.ptr | x_hat.data.ptr | y_hat.data.ptr) % 16 == 0
-        VEC = self._adj_vec(ta, nm, 0, nm, 1) if aligned else 1
-        tile_cols = self._adj_threads(nm, VEC) * VEC
-        if tile_cols % S:
-            return None
-        tiles = -(-nm // tile_cols)
-        counters = self._tile_counters.get((nf, nm, tiles))
-        if counters is None:
-            counters = self._tile_counters[nf, nm, tiles] = self._cupy.zeros(1 + tiles, np.uint32)
-        return counters, tile_cols
+                              tiled=True)
 
     def _spectra_tile(self, Fhat: Array, x_hat: Array, y_hat: Array, out: Array, dtype: Any, adjoint: bool) -> int:
         """The tile width in which :meth:`sbgemv_irfft_unpad` lays out
@@ -383,11 +346,9 @@ class GPUProducts:
         S = cfg[0]["irfft_unpad"] if cfg is not None else 0
         return S if S >= 2 else 0
 
-    def _sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool, spectra_tile: int,
-                tiles_done: Array | None = None) -> None:
+    def _sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool, spectra_tile: int) -> None:
         """:meth:`sbgemv`; an adjoint with one right-hand side in a one-column kernel stores ``out`` in tiles of
-        ``spectra_tile`` columns when that is not 0, and the blocked one counts its tiles done in
-        ``tiles_done[1:]`` when given (:meth:`_inverse_after_tiles`)."""
+        ``spectra_tile`` columns when that is not 0."""
         nf, nd, nm = Fhat.shape
         n_in, n_out = (nd, nm) if adjoint else (nm, nd)
         K = x_hat.shape[2] if x_hat.ndim == 3 else 0
@@ -413,7 +374,7 @@ class GPUProducts:
         if not adjoint and K >= self.gemm_min_k[ta]:
             self._sbgemm_native(Fhat, x_hat, out)
             return
-        S = self._sbgemv_cols(Fhat, x_hat, out, adjoint, 0, nm, None, spectra_tile, tiles_done)
+        S = self._sbgemv_cols(Fhat, x_hat, out, adjoint, 0, nm, None, spectra_tile)
         if S > 1:
             self._sum_splits(self.scratch((S,) + out.shape, ta, "sbgemv-splits"), out, S)
 
@@ -439,11 +400,11 @@ class GPUProducts:
         blocks = int(min(-(-n // 256), self.sm_count * 8))
         self._run_kernel(red, (blocks,), (256,), (part, out, np.int64(n), np.int32(S)))
 
-    def _sbgemv_cols(self, Fhat, x_hat, out, adjoint, col0, col1, part, spectra_tile=0, tiles_done=None):
+    def _sbgemv_cols(self, Fhat, x_hat, out, adjoint, col0, col1, part, spectra_tile=0):
         """Native product over the columns [col0, col1) of ``Fhat``.
 
         Adjoint: writes ``out[:, col0:col1]`` (in tiles of ``spectra_tile`` columns when not 0,
-        :meth:`sbgemv_irfft_unpad`; the blocked kernel counts its tiles in ``tiles_done[1:]`` when given).  Forward: partial sums over
+        :meth:`sbgemv_irfft_unpad`).  Forward: partial sums over
         those columns; written to ``out`` (one split) or to ``part`` (S splits
         of ``out``'s shape; a scratch buffer when ``part`` is None).  Returns
         the number of splits written (1: ``out`` holds the result)."""
@@ -455,11 +416,10 @@ class GPUProducts:
         key = ("adj" if adjoint else "fwd", nf, nd, nm, K, ta, x_hat.dtype, aligned, col0, col1, part is None, lda,
                self.fwd_splits, self.fwd_lanes, self.adj_flat, self.adj_flat_max_bytes, self.adj_keep_max_bytes,
                self.adj_row_slices,
-               self.programmatic_launch, self.early_loads, self.adj_tile_groups,
-               None if tiles_done is None else tiles_done.data.ptr, spectra_tile)
+               self.programmatic_launch, self.early_loads, spectra_tile)
         cfg = self._launch.get(key)
         if cfg is None:
-            extra = {"spectra_tile": spectra_tile, "tiles_done": tiles_done} if adjoint else {"lda": lda}
+            extra = {"spectra_tile": spectra_tile} if adjoint else {"lda": lda}
             make = self._adj_config if adjoint else self._fwd_config
             cfg = self._launch[key] = make(nf, nd, nm, K, ta, np.dtype(x_hat.dtype), VEC=None if aligned else 1,
                                            col0=col0, col1=col1, S=1 if part is not None else None, **extra)
@@ -527,27 +487,8 @@ class GPUProducts:
         can start during the transform."""
         return self.early_loads if self.programmatic_launch else 0
 
-    @staticmethod
-    def _adj_vec(ta: np.dtype, nm: int, col0: int, ncol: int, KB: int) -> int:
-        """Columns a thread of the one-column adjoint kernels (16-byte loads of two complex64 where the
-        columns pair up)."""
-        return 2 if (ta != np.complex128 and nm % 2 == 0 and col0 % 2 == 0 and ncol % 2 == 0 and KB <= 2) else 1
-
-    @staticmethod
-    def _adj_threads(ncol: int, VEC: int) -> int:
-        """Column threads a block of the blocked adjoint (``sbgemv_adj``): a tile is that times VEC columns."""
-        cols = -(-ncol // VEC)
-        return min(128, 32 * -(-cols // 32))
-
-    def _adj_flat(self, nf: int, nd: int, ncol: int, K: int, itemsize: int) -> bool:
-        """Whether the adjoint product with ``K`` right-hand sides over ``ncol`` columns of an ``Fhat`` of ``nf``
-        frequencies, ``nd`` rows and ``itemsize`` bytes a value takes ``sbgemv_adj_flat`` (else ``sbgemv_adj``):
-        the blocked kernel for large launches (measured faster at 1-8 GB of ``Fhat``), else the balanced one (no
-        idle last wave when there are few blocks per multiprocessor)."""
-        return K == 1 and self.adj_flat and nf * nd * ncol * itemsize < self.adj_flat_max_bytes
-
     def _adj_config(self, nf, nd, nm, K, ta, tx, U=None, VEC=None, KB=None, CT=None, flat=None, T=256,
-                    col0=0, col1=None, S=None, keep=None, spectra_tile=0, tiles_done=None):
+                    col0=0, col1=None, S=None, keep=None, spectra_tile=0):
         c128 = ta == np.complex128
         col1 = nm if col1 is None else col1
         ncol = col1 - col0
@@ -556,9 +497,12 @@ class GPUProducts:
         KB = KB or self._kb(K)
         if KB > 8 and c128:
             KB = 8
-        VEC = VEC or self._adj_vec(ta, nm, col0, ncol, KB)
+        if VEC is None:
+            VEC = 2 if (not c128 and nm % 2 == 0 and col0 % 2 == 0 and ncol % 2 == 0 and KB <= 2) else 1
         if flat is None:
-            flat = self._adj_flat(nf, nd, ncol, K, ta.itemsize)
+            # the blocked kernel for large launches (measured faster at 1-8 GB of Fhat), else the
+            # balanced one (no idle last wave when there are few blocks per multiprocessor)
+            flat = K == 1 and self.adj_flat and nf * nd * ncol * ta.itemsize < self.adj_flat_max_bytes
         if flat:  # one right-hand side: balanced column ranges, one block per resident slot
             # eight rows in flight when the vector is wider than Fhat (complex128 into a complex64 product:
             # 52.3 us against 56.0 us with four at the middle size, benchmarks/results/h200-probe-fused-io.jsonl)
@@ -573,7 +517,7 @@ class GPUProducts:
         if U is None:
             U = 8 if KB == 1 else (4 if KB <= 4 else 2)
         cols = -(-ncol // VEC)
-        CT = CT or self._adj_threads(ncol, VEC)
+        CT = CT or min(128, 32 * -(-cols // 32))
         tiles = -(-cols // CT)
         # one right-hand side: four row slices where each has 16 rows or more, so that a block takes a quarter
         # of the time and the last wave's blocks end closer together: the big ddssd adjoint 983.5-984.7 against
@@ -594,8 +538,7 @@ class GPUProducts:
         fn = kernels.kernel("sbgemv.cu", "sbgemv_adj", ta, tx, U, VEC, KB)
         grid = (nf * tiles, -(-K // KB))
         tail = (np.int32(nf), np.int32(nd), np.int32(nm), np.int32(K), np.int32(RS), np.int32(CH), np.int32(col0),
-                np.int32(col1), np.int32(keep), np.int32(spectra_tile), np.int32(self.adj_tile_groups),
-                np.int64(0) if tiles_done is None else tiles_done[1:])  # (0: a null pointer)
+                np.int32(col1), np.int32(keep), np.int32(spectra_tile))
         return fn, grid, (CT * RS,), smem, tail, 1
 
     def _sbgemm_native(self, Fhat: Array, x_hat: Array, out: Array) -> None:

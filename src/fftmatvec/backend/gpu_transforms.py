@@ -456,41 +456,29 @@ class GPUTransforms:
         return cfg
 
     def _fused_transform(self, which: str, src: Array, dst: Array, ctype: np.dtype, B: int, K: int, M: int,
-                         scale: float | None, tiled: bool = False,
-                         after_tiles: tuple[Array, int] | None = None) -> bool:
+                         scale: float | None, tiled: bool = False) -> bool:
         """Run ``which`` ("rfft_pad" or "irfft_unpad", native/fft.cu) from ``src``
         to ``dst``; False (nothing done) when the length is not supported.
         A ``tiled`` inverse drops each tile of ``src`` from the L2 once it has
-        read it when :attr:`release_spectra`; with ``after_tiles``
-        ``(counters, tile_cols)`` it is ``irfft_unpad_tiles``, which waits for
-        each tile of the adjoint product before it instead of the whole
-        product (``GPUProducts._inverse_after_tiles``)."""
+        read it when :attr:`release_spectra`."""
         cfg = self._fused_config(M, np.dtype(ctype), B, K)
         if cfg is None or B == 0:
             return cfg is not None
         _, threads_of, _, twp, twl, _, _ = cfg
-        name = "irfft_unpad_tiles" if after_tiles is not None else which
-        fn, blocks, smem = self._fused_kernel(which, src, dst, ctype, B, K, M, cfg, name)
+        fn, blocks, smem = self._fused_kernel(which, src, dst, ctype, B, K, M, cfg)
         kernels.allow_shared_memory(fn, smem)
-        real = REAL_OF[np.dtype(ctype)].type
-        if after_tiles is not None:
-            counters, tile_cols = after_tiles
-            args = [src, dst, twp, twl, np.int32(B), real(scale), np.int32(self.release_spectra), counters,
-                    np.int32(tile_cols)]
+        args = [src, dst, twp, twl, np.int32(B), np.int32(K)]
+        if which == "rfft_pad":  # its spectra kept in the L2 when they fit
+            args.append(np.int32(dst.nbytes <= self.rfft_keep_max_bytes))
         else:
-            args = [src, dst, twp, twl, np.int32(B), np.int32(K)]
-            if which == "rfft_pad":  # its spectra kept in the L2 when they fit
-                args.append(np.int32(dst.nbytes <= self.rfft_keep_max_bytes))
-            else:
-                args += [real(scale), np.int32(tiled), np.int32(self.release_spectra)]
+            args += [REAL_OF[np.dtype(ctype)].type(scale), np.int32(tiled), np.int32(self.release_spectra)]
         self._run_kernel(fn, (blocks,), (threads_of[which],), tuple(args), smem)
         return True
 
     def _fused_kernel(self, which: str, src: Array, dst: Array, ctype: np.dtype, B: int, K: int, M: int,
-                      cfg: tuple, name: str | None = None) -> tuple[Any, int, int]:
+                      cfg: tuple) -> tuple[Any, int, int]:
         """The kernel :meth:`_fused_transform` launches for the set-up ``cfg``
-        (:meth:`_fused_config`'s), its blocks and its bytes of shared memory;
-        ``name`` (default ``which``) is the kernel of ``which``'s set-up."""
+        (:meth:`_fused_config`'s), its blocks and its bytes of shared memory."""
         S_of, threads_of, smem_of, _, _, radices, in_place_of = cfg
         S, threads, smem = S_of[which], threads_of[which], smem_of[which]
         groups = -(-B // S)
@@ -507,8 +495,7 @@ class GPUTransforms:
                          self.fused_max_blocks or groups)
             if blocks < groups:
                 return fn, blocks, staged_smem
-        fn = self._fft_kernel(name or which, src, dst, ctype, S, threads, in_place_of[which], False, M, radices)
-        return fn, groups, smem
+        return self._fft_kernel(which, src, dst, ctype, S, threads, in_place_of[which], False, M, radices), groups, smem
 
     @staticmethod
     def _fft_kernel(which: str, src: Array, dst: Array, ctype: np.dtype, S: int, threads: int, in_place: bool,
