@@ -122,7 +122,6 @@ class BTTOperator:
         self.adjoint_precision = _precision.parse(adjoint_precision or precision)
         self._spares: dict[bool, Any] = {}  # per direction, the next result's array (_LocalCall)
         self._local_calls: dict[tuple, _LocalCall] = {}  # per input signature (_local_product)
-        self._repeat: dict[bool, tuple] = {}  # per direction, the last product into a new array (_repeated)
         # Everything that can fail on one rank only (device, shapes, NaN in a
         # slab, out of memory) is voted on before the first product.
         with collective(_comm(self.grid), "setting up the operator") as vote:
@@ -240,10 +239,6 @@ class BTTOperator:
             no allocation (:meth:`prepare` checks ``out`` once, not at each
             call).
         """
-        if out is None and timer is _no_timer:
-            y = self._repeated(m, adjoint=False)
-            if y is not None:
-                return y
         if self._one_process and timer is _no_timer and not isinstance(m, DistVector):
             return self._local_product(m, adjoint=False, out=out)
         prec = self.precision
@@ -280,10 +275,6 @@ class BTTOperator:
         float64 (under a grid: block ``J_c`` on grid row 0, empty elsewhere),
         or a parameter-space DistVector.  ``out`` as for :meth:`matvec`.
         """
-        if out is None and timer is _no_timer:
-            m = self._repeated(d, adjoint=True)
-            if m is not None:
-                return m
         if self._one_process and timer is _no_timer and not isinstance(d, DistVector):
             return self._local_product(d, adjoint=True, out=out)
         prec = self.adjoint_precision
@@ -517,25 +508,7 @@ class BTTOperator:
             call = self._local_calls[adjoint, engine, check_values, type(v), v.shape, v.dtype, v.strides]
         except (KeyError, AttributeError):  # a signature not seen yet, or not an array
             v, call = self._local_call(v, adjoint, engine, check_values)
-        y = call(v, out)
-        if out is None and engine is None and check_values and call.repeatable:
-            self._repeat[adjoint] = (type(v), self.backend.address(v), v.nbytes, v.strides, v.shape, v.dtype, call)
-        return y
-
-    def _repeated(self, v: Any, adjoint: bool) -> Array | None:
-        """``F v`` (``F^T v``) into a new array when ``v`` is what this direction's last product into a new
-        array in :meth:`_local_product` launched on as it is (a device array) or lies as it did: of its type, at
-        its address, with its bytes and strides; else None.  The product is launched before ``v``'s shape and
-        dtype are compared with that input's, while it runs (it reads only bytes that ``v`` holds); if they
-        differ, its result is dropped and None returned.  So a loop that refills one input pays those checks
-        beside the device work, not before it: a waited-for product waits for all host work before its launch
-        (docs/gpu.md)."""
-        last = self._repeat.get(adjoint)
-        if (last is None or type(v) is not last[0] or self.backend.address(v) != last[1] or v.nbytes != last[2]
-                or v.strides != last[3]):
-            return None
-        y = last[6].into_new(v)
-        return y if v.shape == last[4] and v.dtype == last[5] else None
+        return call(v, out)
 
     def _local_call(self, v: Array, adjoint: bool, engine: LocalBTT | None,
                     check_values: bool) -> tuple[Array, "_LocalCall"]:
@@ -590,7 +563,7 @@ class _LocalCall:
     above one queued back to back (docs/gpu.md)."""
 
     __slots__ = ("op", "engine", "adjoint", "prec", "what", "native", "check_host_values", "shape", "cast",
-                 "launch", "spare_next", "repeatable")
+                 "launch", "spare_next")
 
     def __init__(self, op: BTTOperator, v: Array, native: bool, adjoint: bool, engine: LocalBTT,
                  check_values: bool) -> None:
@@ -606,8 +579,6 @@ class _LocalCall:
         self.launch = engine.launcher(adjoint, self.prec, K) if into_caller else None
         spare_max = max(_SPARE_MAX_BYTES, engine.Fhat[self.prec.sbgemv].nbytes * _SPARE_FHAT_SHARE)
         self.spare_next = into_caller and np.prod(self.shape) * _F64.itemsize <= spare_max
-        # an input launched on as it is, with nothing to check but its layout (BTTOperator._repeated)
-        self.repeatable = self.launch is not None and not self.cast and not self.check_host_values
 
     def __call__(self, v: Array, out: Array | None) -> Array:
         op, be = self.op, self.op.backend
@@ -620,7 +591,12 @@ class _LocalCall:
             if out is not None:
                 self.launch(x, out)
                 return out
-            return self.into_new(x)
+            spare = op._spares.pop(self.adjoint, None)
+            y = spare if spare is not None and spare.shape == self.shape else be.empty(self.shape, _F64)
+            self.launch(x, y)
+            if self.spare_next:
+                op._spares[self.adjoint] = be.empty(self.shape, _F64)  # the next result's array, made while y's runs
+            return y
         y = self.engine.apply(x, self.prec, adjoint=self.adjoint)
         if out is None:
             return op._result(y, v.ndim == 3, self.native)
@@ -629,17 +605,6 @@ class _LocalCall:
         else:
             np.copyto(out, be.to_host(y).reshape(self.shape))
         return out
-
-    def into_new(self, x: Array) -> Array:
-        """The product of ``x`` (pad precision, C-contiguous, on the device) launched into a new float64 array,
-        which it returns (:attr:`launch` set)."""
-        op, be = self.op, self.op.backend
-        spare = op._spares.pop(self.adjoint, None)
-        y = spare if spare is not None and spare.shape == self.shape else be.empty(self.shape, _F64)
-        self.launch(x, y)
-        if self.spare_next:
-            op._spares[self.adjoint] = be.empty(self.shape, _F64)  # the next result's array, made while y's runs
-        return y
 
 
 class PreparedProduct:

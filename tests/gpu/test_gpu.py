@@ -415,49 +415,6 @@ def test_out_array(gpu, rng, shape, code, K):
         square.matvec(v, out=buf[4:9])
 
 
-def test_repeated_input_launches_before_its_checks(gpu, rng, monkeypatch):
-    """A device input at the address, with the bytes and strides, of the
-    last new-array product of its direction launches at once
-    (``BTTOperator._repeated``, no look-up of its signature before the
-    launch) and reads its current values; one whose dtype changed (a view
-    of the same bytes) drops that launch's result and takes the full path,
-    and so does another shape or view at that address before any launch;
-    the full path gives the right product or the error.  ``matvec`` and
-    ``rmatvec`` keep one input each, and ``normal``'s products none."""
-    nd, nm, nt = 7, 40, 33  # (Nt above 32: three kernels, not direct_plan's one)
-    f = rng.standard_normal((nd, nm, nt))
-    op = BTTOperator(f, device=gpu, precision="dssdd", adjoint_precision="ddssd")
-    ref = BTTOperator(f, device=CPUBackend(workers=1))
-    full = []
-    local_product = op._local_product
-    monkeypatch.setattr(op, "_local_product", lambda *a, **k: (full.append(1), local_product(*a, **k))[1])
-    x = cupy.asarray(rng.standard_normal((nm, nt)))
-    d = cupy.asarray(rng.standard_normal((nd, nt)))
-    for call in range(4):  # the first call of each direction takes the full path, the others not
-        x[...] = cupy.asarray(rng.standard_normal(x.shape))
-        d[...] = cupy.asarray(rng.standard_normal(d.shape))
-        assert rel_err(op.matvec(x).get(), ref.matvec(x.get())) < 1e-5
-        assert rel_err(op.rmatvec(d).get(), ref.rmatvec(d.get())) < 1e-5
-        assert len(full) == 2, call
-    as_int = x.view(cupy.int64)  # the same bytes and strides, another dtype: launched, dropped, the full path
-    assert rel_err(op.matvec(as_int).get(), ref.matvec(as_int.get().astype(np.float64))) < 1e-5
-    assert len(full) == 3
-    assert rel_err(op.matvec(x).get(), ref.matvec(x.get())) < 1e-5  # (an input that is cast is not kept)
-    assert len(full) == 3
-    x.shape = (nm, nt, 1)  # another shape in place: the full path, a K = 1 result
-    y = op.matvec(x)
-    assert y.shape == (nd, nt, 1) and len(full) == 4
-    assert rel_err(y.get()[:, :, 0], ref.matvec(x.get()[:, :, 0])) < 1e-5
-    x.shape = (nm, nt)
-    with pytest.raises(ValueError, match="shape"):  # other strides at the same address
-        op.matvec(x.view(np.float32))
-    with pytest.raises(ValueError, match="shape"):  # fewer bytes at the same address
-        op.matvec(x[: nm // 2])
-    assert len(full) == 6
-    op.normal(x)  # products with check_values=False: nothing kept for them
-    assert op._repeat[True][1] == d.data.ptr
-
-
 def test_capture_context(gpu, rng):
     x = cupy.asarray(rng.standard_normal((5, 7, 3)))
     out = cupy.zeros((14, 5, 3))

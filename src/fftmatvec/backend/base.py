@@ -73,10 +73,6 @@ class Backend(abc.ABC):
         """Whether ``a`` already is an array of this backend."""
         return isinstance(a, self.xp.ndarray)
 
-    def address(self, a: Array) -> int:
-        """Where the first element of ``a``, an array of this backend, lies."""
-        return a.__array_interface__["data"][0]
-
     def synchronize(self) -> None:
         """Wait until queued device work is done (no-op on the CPU)."""
 

@@ -171,9 +171,6 @@ class GPUBackend(GPUTransforms, GPUProducts, Backend):
     def empty(self, shape: tuple[int, ...], dtype: Any) -> Array:
         return self._cupy.ndarray(shape, dtype)  # what cupy.empty returns, without its Python wrapper
 
-    def address(self, a: Array) -> int:
-        return a.data.ptr
-
     def synchronize(self) -> None:
         self._device.synchronize()
 
