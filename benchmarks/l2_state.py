@@ -1,0 +1,145 @@
+"""What the L2's state after one product costs the next: the big products timed by CUDA events with other work
+between them.
+
+    python benchmarks/l2_state.py --out benchmarks/results/h200-l2-state.jsonl
+
+A product leaves lines in the L2 that the next product's stream of ``Fhat``
+pushes out: its dirty results (the adjoint's 40 or 80 MB of samples, of which
+the inverse transform writes only part to memory while it runs, docs/gpu.md)
+and whatever it kept at evict-last priority.  Each row (the big ``ddssd``
+``F^T d``, ``ddddd`` ``F^T d`` and ``dssdd`` ``F m``, the last a control whose
+result is 0.8 MB) runs as a prepared product (one graph launch), queued back to
+back or each waited for by the host, with one of these between consecutive
+products:
+
+* ``none``: nothing;
+* ``idle``: a kernel that spins for as long as ``clean`` took (the device idle
+  as long, the L2 left as the product left it);
+* ``clean``: a kernel that reads ``--clean-mb`` of another buffer with plain
+  loads, so that the product's dirty lines go to memory during it;
+* ``dirty``: a kernel that writes ``--dirty-mb`` of another buffer, so that
+  the next product finds that many dirty lines.
+
+Events before and after each product, and after the step between, give the
+median product (``product_us``) and product plus step (``with_step_us``), in
+``--rounds`` rounds that alternate the steps.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+SRC = r"""
+extern "C" __global__ void read_plain(const float4* __restrict__ a, long long n4, float* sink) {
+    float s = 0.f;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (long long)gridDim.x * blockDim.x) {
+        const float4 v = a[i];
+        s += v.x + v.y + v.z + v.w;
+    }
+    if (s == 1.2345f) sink[0] = s;  // never, but the loads are not dead
+}
+extern "C" __global__ void write_plain(float4* __restrict__ a, long long n4) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (long long)gridDim.x * blockDim.x)
+        a[i] = make_float4(1.f, 2.f, 3.f, (float)i);
+}
+extern "C" __global__ void spin_ns(long long ns) {
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while (t - t0 < (unsigned long long)ns);
+}
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--rows", default="ddssd-adj,ddddd-adj,dssdd")
+    ap.add_argument("--steps", default="none,idle,clean,dirty")
+    ap.add_argument("--clean-mb", type=int, default=128)
+    ap.add_argument("--dirty-mb", type=int, default=48)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("-N", type=int, default=30)
+    ap.add_argument("--Nm", type=int, default=5000)
+    ap.add_argument("--Nd", type=int, default=100)
+    ap.add_argument("--Nt", type=int, default=1000)
+    args = ap.parse_args()
+
+    import cupy as cp
+
+    from fftmatvec import BTTOperator
+    from fftmatvec.backend.gpu import GPUBackend
+    from fftmatvec.bench import random_slab
+
+    be = GPUBackend()
+    mod = cp.RawModule(code=SRC, options=("-std=c++17",))
+    read_plain, write_plain, spin_ns = (mod.get_function(n) for n in ("read_plain", "write_plain", "spin_ns"))
+    blocks = be.sm_count * 8
+    clean_buf = cp.ones(args.clean_mb << 18, dtype=cp.float32)  # MB << 20 bytes, 4 a value
+    dirty_buf = cp.empty(args.dirty_mb << 18, dtype=cp.float32)
+    sink = cp.zeros(1, dtype=cp.float32)
+    spin = {"ns": 0}
+    steps = {
+        "none": lambda: None,
+        "idle": lambda: spin_ns((1,), (32,), (np.int64(spin["ns"]),)),
+        "clean": lambda: read_plain((blocks,), (256,), (clean_buf, np.int64(clean_buf.size // 4), sink)),
+        "dirty": lambda: write_plain((blocks,), (256,), (dirty_buf, np.int64(dirty_buf.size // 4))),
+    }
+    steps = {s: steps[s] for s in args.steps.split(",")}
+    command = "python benchmarks/l2_state.py " + " ".join(sys.argv[1:])
+    out = open(args.out, "a")
+
+    def emit(**rec) -> None:
+        line = json.dumps(dict(rec, command=command))
+        print(line, flush=True)
+        out.write(line + "\n")
+        out.flush()
+
+    def timed(product, step, n: int, waited: bool) -> tuple[float, float]:
+        events = [[cp.cuda.Event() for _ in range(3)] for _ in range(n)]
+        for e0, e1, e2 in events:
+            e0.record()
+            product()
+            e1.record()
+            step()
+            e2.record()
+            if waited:
+                e2.synchronize()
+        events[-1][2].synchronize()
+        prod = [cp.cuda.get_elapsed_time(a, b) * 1e3 for a, b, _ in events]
+        both = [cp.cuda.get_elapsed_time(a, c) * 1e3 for a, _, c in events]
+        return float(np.median(prod)), float(np.median(both))
+
+    f = random_slab(7, args.Nd, args.Nm, args.Nt, (0, args.Nd), (0, args.Nm))
+    ops = {}
+    for row in args.rows.split(","):
+        code, adjoint = row.removesuffix("-adj"), row.endswith("-adj")
+        key = "c128" if code == "ddddd" else "c64"
+        if key not in ops:
+            ops[key] = BTTOperator(f, device=be, precision=code if code != "ddssd" else "dssdd",
+                                   adjoint_precision="ddddd" if code == "ddddd" else "ddssd")
+        op = ops[key]
+        v = cp.asarray(np.random.default_rng([7, 1]).standard_normal((args.Nd if adjoint else args.Nm, args.Nt, 1)))
+        y = cp.empty((args.Nm if adjoint else args.Nd, args.Nt, 1))
+        product = op.prepare(v, adjoint=adjoint, out=y)
+        for _ in range(3):
+            product()
+        be.synchronize()
+        spin["ns"] = int(1e3 * (timed(product, steps.get("clean", steps["none"]), args.N, False)[1]
+                                - timed(product, steps["none"], args.N, False)[1]))
+        for rnd in range(args.rounds):
+            for waited in (False, True):
+                for name, step in steps.items():
+                    p, w = timed(product, step, args.N, waited)
+                    emit(row=row, Nm=args.Nm, Nd=args.Nd, Nt=args.Nt, round=rnd, waited=waited, step=name,
+                         product_us=round(p, 2), with_step_us=round(w, 2), idle_us=round(spin["ns"] / 1e3, 2),
+                         clean_mb=args.clean_mb, dirty_mb=args.dirty_mb, device=be.device_name)
+        del product, v, y
+
+
+if __name__ == "__main__":
+    main()
