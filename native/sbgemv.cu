@@ -175,7 +175,7 @@ __global__ void sbgemv_fwd(const TA* __restrict__ A, const TX* __restrict__ X, T
 // memory at the end (RS > 1 for tall-narrow matrices).  X[f, i, k0:k0+KB] is
 // staged in shared memory CH rows at a time (cast to TA there).
 // Only columns [col0, col1) are computed (col0 % VEC == 0).
-// Columns j < keep of Y are stored at evict-last priority in the L2 (fmv::st_keep); with spectra_tile > 0 (K == 1, a
+// With `keep`, Y is stored at evict-last priority in the L2 (fmv::st_keep); with spectra_tile > 0 (K == 1, a
 // multiple of VEC), in tiles of that many columns (fmv::spectrum_index), the layout the inverse transform reads
 // fastest.
 // Launch: gridDim.x = nf * ceil((col1 - col0) / (CT * VEC)), gridDim.y = ceil(K / KB),
@@ -268,14 +268,14 @@ __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, T
             TA yv[VEC];
 #pragma unroll
             for (int v = 0; v < VEC; ++v) yv[v] = acc[v][0];
-            fmv::Storer<VEC>::store(Y + fmv::spectrum_index(f, j, nf, nm, spectra_tile), yv, j < keep);
+            fmv::Storer<VEC>::store(Y + fmv::spectrum_index(f, j, nf, nm, spectra_tile), yv, keep);
         } else {
 #pragma unroll
             for (int v = 0; v < VEC; ++v) {
                 TA* y = Y + ((index_t)f * nm + j + v) * K + k0;
 #pragma unroll
                 for (int b = 0; b < KB; ++b)
-                    if (b < kn) fmv::st_keep(y + b, acc[v][b], j < keep);
+                    if (b < kn) fmv::st_keep(y + b, acc[v][b], keep);
             }
         }
     }
@@ -300,7 +300,7 @@ __global__ void sum_splits(const TA* __restrict__ P, TA* __restrict__ Y, index_t
 // blocks) does the same work and none idles in a last partial wave.  A thread
 // owns VEC consecutive columns at a time and loops over the nd rows with U
 // 16-byte loads in flight; X[f, i] is the same for a whole warp (L1 broadcast).
-// Only columns [col0, col1) are computed; columns j < keep of Y are stored at evict-last priority in the L2; with
+// Only columns [col0, col1) are computed; with `keep`, Y is stored at evict-last priority in the L2; with
 // spectra_tile > 0 (a multiple of VEC), in tiles of that many columns (fmv::spectrum_index).
 // A thread asks the L2 for its first column's first `early` rows before it waits for the kernel before it.
 // Requirements: nm, col0, col1 multiples of VEC.
@@ -349,7 +349,7 @@ __global__ void sbgemv_adj_flat(const TA* __restrict__ A, const TX* __restrict__
 #pragma unroll
             for (int v = 0; v < VEC; ++v) fmv::cmac_conj(acc[v], av[v], xv);
         }
-        fmv::Storer<VEC>::store(Y + fmv::spectrum_index(f, j, nf, nm, spectra_tile), acc, j < keep);
+        fmv::Storer<VEC>::store(Y + fmv::spectrum_index(f, j, nf, nm, spectra_tile), acc, keep);
     }
 }
 

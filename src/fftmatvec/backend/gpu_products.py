@@ -235,7 +235,6 @@ class GPUProducts:
         # 983 against 990 us of device time, the middle ddddd one 103 against 105.5 us; the big ddddd one's
         # 80 MB, more than the L2, 2079 against 2069 us (benchmarks/results/h200-probe-kernels-adjstore-stop25-*)
         self.adj_keep_max_bytes = l2_bytes
-        self.adj_keep_percent = 100  # ... the first this many percent of its columns (stop 59 experiment)
         # the inverse transform reading tiles took 34.6 against 40.2 us of device time for the big ddssd one,
         # 4.5 against 4.8 us at the middle size (benchmarks/results/h200-probe-tiles-stop30.jsonl); the middle
         # ddssd product 57.2-57.4 against 58.6-59.2 us back to back, the big ones, whose adjoint then stores its
@@ -416,7 +415,6 @@ class GPUProducts:
         aligned = (Fhat.data.ptr | x_hat.data.ptr | out.data.ptr) % 16 == 0  # 16-byte vector loads allowed
         key = ("adj" if adjoint else "fwd", nf, nd, nm, K, ta, x_hat.dtype, aligned, col0, col1, part is None, lda,
                self.fwd_splits, self.fwd_lanes, self.adj_flat, self.adj_flat_max_bytes, self.adj_keep_max_bytes,
-               self.adj_keep_percent,
                self.adj_row_slices,
                self.programmatic_launch, self.early_loads, spectra_tile)
         cfg = self._launch.get(key)
@@ -496,7 +494,6 @@ class GPUProducts:
         ncol = col1 - col0
         if keep is None:
             keep = nf * ncol * K * ta.itemsize <= self.adj_keep_max_bytes
-        keep = col0 + ncol * self.adj_keep_percent // 100 if keep else 0  # the kernels keep columns j < keep
         KB = KB or self._kb(K)
         if KB > 8 and c128:
             KB = 8
