@@ -35,7 +35,8 @@ import numpy as np
 SRC = r"""
 extern "C" __global__ void read_plain(const float4* __restrict__ a, long long n4, float* sink) {
     float s = 0.f;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (long long)gridDim.x * blockDim.x) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
         const float4 v = a[i];
         s += v.x + v.y + v.z + v.w;
     }
@@ -67,6 +68,8 @@ def main() -> None:
     ap.add_argument("--Nm", type=int, default=5000)
     ap.add_argument("--Nd", type=int, default=100)
     ap.add_argument("--Nt", type=int, default=1000)
+    ap.add_argument("--set", action="append", default=[], metavar="ATTR=VALUE",
+                    help="set an integer attribute of the backend, e.g. adj_touch_min_bytes=0")
     args = ap.parse_args()
 
     import cupy as cp
@@ -76,6 +79,11 @@ def main() -> None:
     from fftmatvec.bench import random_slab
 
     be = GPUBackend()
+    for setting in args.set:
+        attr, _, value = setting.partition("=")
+        if not hasattr(be, attr):
+            raise SystemExit(f"GPUBackend has no attribute {attr!r}")
+        setattr(be, attr, int(value))
     mod = cp.RawModule(code=SRC, options=("-std=c++17",))
     read_plain, write_plain, spin_ns = (mod.get_function(n) for n in ("read_plain", "write_plain", "spin_ns"))
     blocks = be.sm_count * 8
@@ -137,7 +145,7 @@ def main() -> None:
                     p, w = timed(product, step, args.N, waited)
                     emit(row=row, Nm=args.Nm, Nd=args.Nd, Nt=args.Nt, round=rnd, waited=waited, step=name,
                          product_us=round(p, 2), with_step_us=round(w, 2), idle_us=round(spin["ns"] / 1e3, 2),
-                         clean_mb=args.clean_mb, dirty_mb=args.dirty_mb, device=be.device_name)
+                         clean_mb=args.clean_mb, dirty_mb=args.dirty_mb, settings=args.set, device=be.device_name)
         del product, v, y
 
 
