@@ -18,7 +18,9 @@ products:
 * ``clean``: a kernel that reads ``--clean-mb`` of another buffer with plain
   loads, so that the product's dirty lines go to memory during it;
 * ``dirty``: a kernel that writes ``--dirty-mb`` of another buffer, so that
-  the next product finds that many dirty lines.
+  the next product finds that many dirty lines; ``dirty_wt``, ``dirty_cs``
+  and ``dirty_ef`` write them by ``st.global.wt``, ``st.global.cs`` and at
+  evict-first priority (a cache hint) instead of plain stores.
 
 Events before and after each product, and after the step between, give the
 median product (``product_us``) and product plus step (``with_step_us``), in
@@ -42,9 +44,23 @@ extern "C" __global__ void read_plain(const float4* __restrict__ a, long long n4
     }
     if (s == 1.2345f) sink[0] = s;  // never, but the loads are not dead
 }
-extern "C" __global__ void write_plain(float4* __restrict__ a, long long n4) {
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (long long)gridDim.x * blockDim.x)
-        a[i] = make_float4(1.f, 2.f, 3.f, (float)i);
+// KIND 0: a plain store; 1: st.global.wt; 2: st.global.cs; 3: at evict-first priority (a createpolicy cache hint)
+template <int KIND> __global__ void write_kind(float4* __restrict__ a, long long n4) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
+        const float4 v = make_float4(1.f, 2.f, 3.f, (float)i);
+        if (KIND == 0) a[i] = v;
+        if (KIND == 1)
+            asm volatile("st.global.wt.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(a + i), "f"(v.x), "f"(v.y), "f"(v.z),
+                         "f"(v.w) : "memory");
+        if (KIND == 2)
+            asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(a + i), "f"(v.x), "f"(v.y), "f"(v.z),
+                         "f"(v.w) : "memory");
+        if (KIND == 3)
+            asm volatile("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_first.b64 pol, 1.0;\n\t"
+                         "st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, pol;\n\t}" ::"l"(a + i),
+                         "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
+    }
 }
 extern "C" __global__ void spin_ns(long long ns) {
     unsigned long long t0, t;
@@ -84,8 +100,10 @@ def main() -> None:
         if not hasattr(be, attr):
             raise SystemExit(f"GPUBackend has no attribute {attr!r}")
         setattr(be, attr, int(value))
-    mod = cp.RawModule(code=SRC, options=("-std=c++17",))
-    read_plain, write_plain, spin_ns = (mod.get_function(n) for n in ("read_plain", "write_plain", "spin_ns"))
+    kinds = [f"write_kind<{k}>" for k in range(4)]
+    mod = cp.RawModule(code=SRC, options=("-std=c++17",), name_expressions=kinds)
+    read_plain, spin_ns = mod.get_function("read_plain"), mod.get_function("spin_ns")
+    writes = [mod.get_function(k) for k in kinds]
     blocks = be.sm_count * 8
     clean_buf = cp.ones(args.clean_mb << 18, dtype=cp.float32)  # MB << 20 bytes, 4 a value
     dirty_buf = cp.empty(args.dirty_mb << 18, dtype=cp.float32)
@@ -95,8 +113,9 @@ def main() -> None:
         "none": lambda: None,
         "idle": lambda: spin_ns((1,), (32,), (np.int64(spin["ns"]),)),
         "clean": lambda: read_plain((blocks,), (256,), (clean_buf, np.int64(clean_buf.size // 4), sink)),
-        "dirty": lambda: write_plain((blocks,), (256,), (dirty_buf, np.int64(dirty_buf.size // 4))),
     }
+    for kind, name in enumerate(("dirty", "dirty_wt", "dirty_cs", "dirty_ef")):
+        steps[name] = lambda w=writes[kind]: w((blocks,), (256,), (dirty_buf, np.int64(dirty_buf.size // 4)))
     steps = {s: steps[s] for s in args.steps.split(",")}
     command = "python benchmarks/l2_state.py " + " ".join(sys.argv[1:])
     out = open(args.out, "a")
