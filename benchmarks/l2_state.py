@@ -20,7 +20,10 @@ products:
 * ``dirty``: a kernel that writes ``--dirty-mb`` of another buffer, so that
   the next product finds that many dirty lines; ``dirty_wt``, ``dirty_cs``
   and ``dirty_ef`` write them by ``st.global.wt``, ``st.global.cs`` and at
-  evict-first priority (a cache hint) instead of plain stores.
+  evict-first priority (a cache hint) instead of plain stores;
+* ``fhat_read`` and ``fhat_prefetch``: the first ``--fhat-mb`` of the row's
+  ``Fhat`` (the first frequencies, which the product's first blocks read)
+  read with plain loads, or asked of the L2 by ``prefetch.global.L2``.
 
 Events before and after each product, and after the step between, give the
 median product (``product_us``) and product plus step (``with_step_us``), in
@@ -62,6 +65,11 @@ template <int KIND> __global__ void write_kind(float4* __restrict__ a, long long
                          "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
     }
 }
+extern "C" __global__ void prefetch_lines(const char* __restrict__ a, long long lines) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < lines; i += stride)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(a + 128 * i));
+}
 extern "C" __global__ void spin_ns(long long ns) {
     unsigned long long t0, t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
@@ -79,6 +87,7 @@ def main() -> None:
     ap.add_argument("--steps", default="none,idle,clean,dirty")
     ap.add_argument("--clean-mb", type=int, default=128)
     ap.add_argument("--dirty-mb", type=int, default=48)
+    ap.add_argument("--fhat-mb", type=int, default=48)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("-N", type=int, default=30)
     ap.add_argument("--Nm", type=int, default=5000)
@@ -103,6 +112,7 @@ def main() -> None:
     kinds = [f"write_kind<{k}>" for k in range(4)]
     mod = cp.RawModule(code=SRC, options=("-std=c++17",), name_expressions=kinds)
     read_plain, spin_ns = mod.get_function("read_plain"), mod.get_function("spin_ns")
+    prefetch_lines = mod.get_function("prefetch_lines")
     writes = [mod.get_function(k) for k in kinds]
     blocks = be.sm_count * 8
     clean_buf = cp.ones(args.clean_mb << 18, dtype=cp.float32)  # MB << 20 bytes, 4 a value
@@ -116,6 +126,10 @@ def main() -> None:
     }
     for kind, name in enumerate(("dirty", "dirty_wt", "dirty_cs", "dirty_ef")):
         steps[name] = lambda w=writes[kind]: w((blocks,), (256,), (dirty_buf, np.int64(dirty_buf.size // 4)))
+    fhat = {"now": None}  # the row's Fhat: its first --fhat-mb read or prefetched by the fhat_ steps
+    nfhat = args.fhat_mb << 20
+    steps["fhat_read"] = lambda: read_plain((blocks,), (256,), (fhat["now"], np.int64(nfhat // 16), sink))
+    steps["fhat_prefetch"] = lambda: prefetch_lines((blocks,), (256,), (fhat["now"], np.int64(nfhat // 128)))
     steps = {s: steps[s] for s in args.steps.split(",")}
     command = "python benchmarks/l2_state.py " + " ".join(sys.argv[1:])
     out = open(args.out, "a")
@@ -153,6 +167,7 @@ def main() -> None:
         v = cp.asarray(np.random.default_rng([7, 1]).standard_normal((args.Nd if adjoint else args.Nm, args.Nt, 1)))
         y = cp.empty((args.Nm if adjoint else args.Nd, args.Nt, 1))
         product = op.prepare(v, adjoint=adjoint, out=y)
+        fhat["now"] = op.engine.Fhat[(op.adjoint_precision if adjoint else op.precision).sbgemv]
         for _ in range(3):
             product()
         be.synchronize()
@@ -164,7 +179,8 @@ def main() -> None:
                     p, w = timed(product, step, args.N, waited)
                     emit(row=row, Nm=args.Nm, Nd=args.Nd, Nt=args.Nt, round=rnd, waited=waited, step=name,
                          product_us=round(p, 2), with_step_us=round(w, 2), idle_us=round(spin["ns"] / 1e3, 2),
-                         clean_mb=args.clean_mb, dirty_mb=args.dirty_mb, settings=args.set, device=be.device_name)
+                         clean_mb=args.clean_mb, dirty_mb=args.dirty_mb, fhat_mb=args.fhat_mb, settings=args.set,
+                         device=be.device_name)
         del product, v, y
 
 
