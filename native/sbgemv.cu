@@ -281,18 +281,6 @@ __global__ void sbgemv_adj(const TA* __restrict__ A, const TX* __restrict__ X, T
     }
 }
 
-// Zeros over the n values at p, stored at evict-last priority (fmv::st_keep): a kept result's lines taken in
-// the L2 before the product streams Fhat, so that the lines they displace (an earlier kernel's dirty results)
-// go to memory now and not in the middle of that stream.  It reads nothing; it waits for the kernel before it
-// only at its end, so that the kernel after it, which waits for it, also waits for that one.
-template <typename T>
-__global__ void touch_kept(T* __restrict__ p, index_t n) {
-    fmv::let_next_grid_start();
-    for (index_t i = (index_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (index_t)gridDim.x * blockDim.x)
-        fmv::st_keep(p + i, fmv::czero<T>(), true);
-    fmv::wait_for_prior_grids();
-}
-
 // Y[i] = sum_s P[s * n + i], s = 0 .. S-1 in order (deterministic).
 template <typename TA>
 __global__ void sum_splits(const TA* __restrict__ P, TA* __restrict__ Y, index_t n, int S) {
@@ -375,8 +363,6 @@ __global__ void sbgemv_adj_flat(const TA* __restrict__ A, const TX* __restrict__
     template __global__ void sbgemv_adj_flat<TA, TX, U, VEC>(const TA*, const TX*, TA*, int, int, int, index_t, int, \
                                                              int, int, int, int);
 template __global__ void sum_splits<float2>(const float2*, float2*, index_t, int);
-template __global__ void touch_kept<float2>(float2*, index_t);
-template __global__ void touch_kept<double2>(double2*, index_t);
 template __global__ void sum_splits<double2>(const double2*, double2*, index_t, int);
 FMV_FLAT(double2, double2, 8, 1)
 FMV_FLAT(float2, float2, 8, 2)

@@ -289,29 +289,6 @@ def test_tiled_spectra_equal_frequency_major(rng, code, shape, flat, tiles, rele
     assert taken and True not in taken, taken
 
 
-@pytest.mark.parametrize("flat", [False, True], ids=["blocked", "flat"])
-def test_kept_spectra_touched_first(rng, monkeypatch, flat):
-    """With ``adj_touch_min_bytes`` at most the spectra's bytes, the adjoint with tiled spectra first stores zeros
-    over them at evict-last priority (``touch_kept``); the results are bit for bit those without, eagerly,
-    recorded and replayed."""
-    touched, plain = GPUBackend(), GPUBackend()
-    touched.adj_touch_min_bytes = 0
-    for be in (touched, plain):
-        be.adj_flat = flat
-    built = []
-    kernel = kernels.kernel
-    monkeypatch.setattr(kernels, "kernel",
-                        lambda fname, name, *a, **k: (built.append(name), kernel(fname, name, *a, **k))[1])
-    nd, nm, nt = 7, 301, 40
-    f = rng.standard_normal((nd, nm, nt))
-    ops = [BTTOperator(f, adjoint_precision=code, device=be) for be in (touched, plain) for code in ("ddssd", "ddddd")]
-    for _ in range(4):  # eager, recorded, replayed, replayed
-        d = cupy.asarray(rng.standard_normal((nd, nt)))
-        for a, b in ((ops[0], ops[2]), (ops[1], ops[3])):
-            cupy.testing.assert_array_equal(a.rmatvec(d), b.rmatvec(d))
-    assert "touch_kept" in built
-
-
 @pytest.mark.parametrize("K", [1, 3])
 @pytest.mark.parametrize("code", ["ddddd", "dssdd", "ddssd", "sssss"])
 @pytest.mark.parametrize("shape", [(15, 289, 10), (13, 41, 100)], ids=["one-kernel", "staged"])

@@ -235,7 +235,6 @@ class GPUProducts:
         # 983 against 990 us of device time, the middle ddddd one 103 against 105.5 us; the big ddddd one's
         # 80 MB, more than the L2, 2079 against 2069 us (benchmarks/results/h200-probe-kernels-adjstore-stop25-*)
         self.adj_keep_max_bytes = l2_bytes
-        self.adj_touch_min_bytes = 1 << 62  # stop 59 experiment: kept spectra touched before the product (touch_kept)
         # the inverse transform reading tiles took 34.6 against 40.2 us of device time for the big ddssd one,
         # 4.5 against 4.8 us at the middle size (benchmarks/results/h200-probe-tiles-stop30.jsonl); the middle
         # ddssd product 57.2-57.4 against 58.6-59.2 us back to back, the big ones, whose adjoint then stores its
@@ -322,9 +321,6 @@ class GPUProducts:
             super().sbgemv_irfft_unpad(Fhat, x_hat, y_hat, out, dtype, adjoint)
             return
         n, nt, _ = out.shape
-        if y_hat.nbytes >= self.adj_touch_min_bytes:
-            touch = kernels.kernel("sbgemv.cu", "touch_kept", y_hat.dtype)
-            self._run_kernel(touch, (self.sm_count * 4,), (256,), (y_hat, np.int64(y_hat.size)))
         self._sbgemv(Fhat, x_hat, y_hat, True, tile)
         self._fused_transform("irfft_unpad", y_hat, out, COMPLEX_OF[np.dtype(dtype)], n, 1, nt, 1.0 / (2 * nt),
                               tiled=True)
