@@ -734,8 +734,7 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 10
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int M, int... Rs>
 __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 1024, NT>())
     irfft_unpad(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp, const TC* __restrict__ twl,
-                int B, int K, typename fmv::real_of<TC>::type scale, int tiled, int release,
-                const char* __restrict__ pull, fmv::index_t pull_bytes, int pull_kind) {
+                int B, int K, typename fmv::real_of<TC>::type scale, int tiled, int release) {
     fmv::let_next_grid_start();
     fmv::wait_for_prior_grids();
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
@@ -754,7 +753,6 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 10
     }
     Radices::template rest<1, M, S, NT, IP, TC>::run(
         buf0, buf1, twp, fmv::ToSamples<M, S, LOGS, NT, TC, TO>{y, s0, ns, K, scale});
-    if (pull_bytes > 0) fmv::pull_into_l2<NT>(pull, pull_bytes, pull_kind);
 }
 
 #ifdef FFTMATVEC_INSTANTIATE
@@ -764,8 +762,7 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 10
     template __global__ void rfft_pad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, int);
 #define FMV_IRFFT(TI, TC, TO, ...)                                                                                \
     template __global__ void irfft_unpad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, \
-                                                                   typename fmv::real_of<TC>::type, int, int,  \
-                                                                   const char*, fmv::index_t, int);
+                                                                   typename fmv::real_of<TC>::type, int, int);
 FMV_RFFT(double, double2, double2, 1, 512, 0, 0, 1000, 10, 10, 10)
 FMV_RFFT(double, double2, double2, 1, 512, 0, 0, 1000, 5, 5, 5, 8)
 FMV_RFFT(double, float2, float2, 2, 256, 0, 1, 500, 4, 5, 5, 5)

@@ -205,35 +205,6 @@ FMV_DEV void discard_l2(const void* p, index_t bytes, index_t first, index_t ste
 #endif
 }
 
-// Block blockIdx.x's share of [p, p + bytes) brought into the L2 (stop 59 experiment): KIND 0 by
-// prefetch.global.L2 a 128-byte line a thread, 1 by volatile 16-byte loads that nothing uses, 2 by one bulk
-// prefetch of thread 0 (cp.async.bulk.prefetch.L2, compute capability 9.0).  The lines it brings displace
-// others, so that dirty ones go to memory now.
-template <int NT> FMV_DEV void pull_into_l2(const char* p, index_t bytes, int kind) {
-#if !defined(FMV_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const index_t per = ((bytes + gridDim.x - 1) / gridDim.x + 127) / 128 * 128;
-    const index_t b0 = (index_t)blockIdx.x * per, b1 = b0 + per < bytes ? b0 + per : bytes;
-    if (b0 >= b1) return;
-    if (kind == 2) {
-        if (threadIdx.x == 0)
-            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p + b0), "r"((unsigned)((b1 - b0) & ~15))
-                         : "memory");
-        return;
-    }
-    const int step = kind == 0 ? 128 : 16;
-    for (index_t o = b0 + (index_t)threadIdx.x * step; o < b1; o += (index_t)NT * step) {
-        if (kind == 0) {
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
-        } else {
-            unsigned a, b, c, d;
-            asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                         : "=r"(a), "=r"(b), "=r"(c), "=r"(d)
-                         : "l"(p + o));
-        }
-    }
-#endif
-}
-
 // Asynchronous copy of BYTES (4, 8 or 16) from global to shared memory
 // (cp.async, no register holds them on the way; both addresses aligned to
 // BYTES), zero-filled when !valid (src is then not read).  Copies issued

@@ -289,25 +289,6 @@ def test_tiled_spectra_equal_frequency_major(rng, code, shape, flat, tiles, rele
     assert taken and True not in taken, taken
 
 
-@pytest.mark.parametrize("kind", [0, 1, 2])
-@pytest.mark.parametrize("tiled", [True, False], ids=["tiled", "frequency-major"])
-def test_inverse_pulls_fhat_head(rng, kind, tiled):
-    """With ``adj_pull_bytes`` the inverse after a one-vector adjoint whose result takes 16 MB or more brings the
-    first bytes of ``Fhat`` into the L2 after its stores (each ``adj_pull_kind``); the results are bit for bit
-    those without, eagerly, recorded and replayed."""
-    pulls, plain = GPUBackend(), GPUBackend()
-    pulls.adj_pull_bytes, pulls.adj_pull_kind = 48 << 20, kind
-    for be in (pulls, plain):
-        be.adj_keep_max_bytes = be.adj_keep_max_bytes if tiled else 0
-    nd, nm, nt = 3, 2100, 1000
-    f = rng.standard_normal((nd, nm, nt))
-    ops = [BTTOperator(f, adjoint_precision="ddssd", device=be) for be in (pulls, plain)]
-    for _ in range(4):
-        d = cupy.asarray(rng.standard_normal((nd, nt)))
-        cupy.testing.assert_array_equal(ops[0].rmatvec(d), ops[1].rmatvec(d))
-    assert pulls._inverse_pull is None
-
-
 @pytest.mark.parametrize("K", [1, 3])
 @pytest.mark.parametrize("code", ["ddddd", "dssdd", "ddssd", "sssss"])
 @pytest.mark.parametrize("shape", [(15, 289, 10), (13, 41, 100)], ids=["one-kernel", "staged"])

@@ -316,19 +316,14 @@ class GPUProducts:
         reads its spectra in one run instead of a run of a few values per
         frequency.  With :attr:`release_spectra` each block of the inverse
         then drops its tile from the L2 unwritten once it has read it."""
-        pulls = adjoint and self.adj_pull_bytes > 0 and out.ndim == 3 and out.shape[2] == 1 and out.nbytes >= 16 << 20
-        self._inverse_pull = Fhat if pulls else None
-        try:
-            tile = self._spectra_tile(Fhat, x_hat, y_hat, out, dtype, adjoint)
-            if not tile:
-                super().sbgemv_irfft_unpad(Fhat, x_hat, y_hat, out, dtype, adjoint)
-                return
-            n, nt, _ = out.shape
-            self._sbgemv(Fhat, x_hat, y_hat, True, tile)
-            self._fused_transform("irfft_unpad", y_hat, out, COMPLEX_OF[np.dtype(dtype)], n, 1, nt, 1.0 / (2 * nt),
-                                  tiled=True)
-        finally:
-            self._inverse_pull = None
+        tile = self._spectra_tile(Fhat, x_hat, y_hat, out, dtype, adjoint)
+        if not tile:
+            super().sbgemv_irfft_unpad(Fhat, x_hat, y_hat, out, dtype, adjoint)
+            return
+        n, nt, _ = out.shape
+        self._sbgemv(Fhat, x_hat, y_hat, True, tile)
+        self._fused_transform("irfft_unpad", y_hat, out, COMPLEX_OF[np.dtype(dtype)], n, 1, nt, 1.0 / (2 * nt),
+                              tiled=True)
 
     def _spectra_tile(self, Fhat: Array, x_hat: Array, y_hat: Array, out: Array, dtype: Any, adjoint: bool) -> int:
         """The tile width in which :meth:`sbgemv_irfft_unpad` lays out

@@ -89,11 +89,6 @@ class GPUTransforms:
         # (h200-launch-ab-release-both-stop35.jsonl): the next transform overwrites them in the L2 anyway, and the
         # drops delay the small inverse after it.
         self.release_spectra = os.environ.get("FFTMATVEC_RELEASE_SPECTRA", "1") != "0"
-        # stop 59 experiment: the inverse after a one-vector adjoint with a result of 16 MB or more brings the
-        # first adj_pull_bytes of Fhat into the L2 after its stores (fmv::pull_into_l2, adj_pull_kind)
-        self.adj_pull_bytes = 0
-        self.adj_pull_kind = 0
-        self._inverse_pull = None
         # "fused": native/fft.cu where the length allows it, else cuFFT in the "auto"/"sc" layouts;
         # "auto": cuFFT, "cs" for small transforms (one launch fewer), "cc" for large ones (measured faster)
         self.fft_layout = {"r2c": os.environ.get("FFTMATVEC_R2C", "fused"),
@@ -477,9 +472,6 @@ class GPUTransforms:
             args.append(np.int32(dst.nbytes <= self.rfft_keep_max_bytes))
         else:
             args += [REAL_OF[np.dtype(ctype)].type(scale), np.int32(tiled), np.int32(self.release_spectra)]
-            pull = self._inverse_pull if self._inverse_pull is not None else src
-            args += [pull, np.int64(min(self.adj_pull_bytes, pull.nbytes) if pull is not src else 0),
-                     np.int32(self.adj_pull_kind)]
         self._run_kernel(fn, (blocks,), (threads_of[which],), tuple(args), smem)
         return True
 
