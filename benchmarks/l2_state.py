@@ -13,8 +13,8 @@ back or each waited for by the host, with one of these between consecutive
 products:
 
 * ``none``: nothing;
-* ``idle``: a kernel that spins for as long as ``clean`` took (the device idle
-  as long, the L2 left as the product left it);
+* ``idle``: a kernel that spins for as long as ``clean`` takes after the
+  product (the device idle as long, the L2 left as the product left it);
 * ``clean``: a kernel that reads ``--clean-mb`` of another buffer with plain
   loads, so that the product's dirty lines go to memory during it;
 * ``dirty``: a kernel that writes ``--dirty-mb`` of another buffer, so that
@@ -130,6 +130,7 @@ def main() -> None:
     nfhat = args.fhat_mb << 20
     steps["fhat_read"] = lambda: read_plain((blocks,), (256,), (fhat["now"], np.int64(nfhat // 16), sink))
     steps["fhat_prefetch"] = lambda: prefetch_lines((blocks,), (256,), (fhat["now"], np.int64(nfhat // 128)))
+    clean_step = steps["clean"]
     steps = {s: steps[s] for s in args.steps.split(",")}
     command = "python benchmarks/l2_state.py " + " ".join(sys.argv[1:])
     out = open(args.out, "a")
@@ -171,8 +172,8 @@ def main() -> None:
         for _ in range(3):
             product()
         be.synchronize()
-        spin["ns"] = int(1e3 * (timed(product, steps.get("clean", steps["none"]), args.N, False)[1]
-                                - timed(product, steps["none"], args.N, False)[1]))
+        p, w = timed(product, clean_step, args.N, False)
+        spin["ns"] = int(1e3 * (w - p))  # the clean step's own time, from its end back to the product's
         for rnd in range(args.rounds):
             for waited in (False, True):
                 for name, step in steps.items():
