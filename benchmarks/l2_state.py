@@ -23,7 +23,10 @@ products:
   evict-first priority (a cache hint) instead of plain stores;
 * ``fhat_read`` and ``fhat_prefetch``: the first ``--fhat-mb`` of the row's
   ``Fhat`` (the first frequencies, which the product's first blocks read)
-  read with plain loads, or asked of the L2 by ``prefetch.global.L2``.
+  read with plain loads, or asked of the L2 by ``prefetch.global.L2``;
+* ``other`` and ``other_fhat_read``: the same operator's product in the other
+  direction (a forward product between adjoints), alone or followed by
+  ``fhat_read``, for what that read costs where the L2 holds no dirty result.
 
 Events before and after each product, and after the step between, give the
 median product (``product_us``) and product plus step (``with_step_us``), in
@@ -126,10 +129,12 @@ def main() -> None:
     }
     for kind, name in enumerate(("dirty", "dirty_wt", "dirty_cs", "dirty_ef")):
         steps[name] = lambda w=writes[kind]: w((blocks,), (256,), (dirty_buf, np.int64(dirty_buf.size // 4)))
-    fhat = {"now": None}  # the row's Fhat: its first --fhat-mb read or prefetched by the fhat_ steps
+    fhat = {"now": None, "other": None}  # the row's Fhat and its product in the other direction
     nfhat = args.fhat_mb << 20
     steps["fhat_read"] = lambda: read_plain((blocks,), (256,), (fhat["now"], np.int64(nfhat // 16), sink))
     steps["fhat_prefetch"] = lambda: prefetch_lines((blocks,), (256,), (fhat["now"], np.int64(nfhat // 128)))
+    steps["other"] = lambda: fhat["other"]()
+    steps["other_fhat_read"] = lambda read=steps["fhat_read"]: (fhat["other"](), read())
     clean_step = steps["clean"]
     steps = {s: steps[s] for s in args.steps.split(",")}
     command = "python benchmarks/l2_state.py " + " ".join(sys.argv[1:])
@@ -168,6 +173,8 @@ def main() -> None:
         v = cp.asarray(np.random.default_rng([7, 1]).standard_normal((args.Nd if adjoint else args.Nm, args.Nt, 1)))
         y = cp.empty((args.Nm if adjoint else args.Nd, args.Nt, 1))
         product = op.prepare(v, adjoint=adjoint, out=y)
+        u = cp.asarray(np.random.default_rng([7, 2]).standard_normal((args.Nm if adjoint else args.Nd, args.Nt, 1)))
+        fhat["other"] = op.prepare(u, adjoint=not adjoint, out=cp.empty((args.Nd if adjoint else args.Nm, args.Nt, 1)))
         fhat["now"] = op.engine.Fhat[(op.adjoint_precision if adjoint else op.precision).sbgemv]
         for _ in range(3):
             product()
@@ -182,7 +189,8 @@ def main() -> None:
                          product_us=round(p, 2), with_step_us=round(w, 2), idle_us=round(spin["ns"] / 1e3, 2),
                          clean_mb=args.clean_mb, dirty_mb=args.dirty_mb, fhat_mb=args.fhat_mb, settings=args.set,
                          device=be.device_name)
-        del product, v, y
+        del product, v, y, u
+        fhat["other"] = None
 
 
 if __name__ == "__main__":
