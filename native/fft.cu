@@ -734,9 +734,12 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 10
 template <typename TI, typename TC, typename TO, int LOGS, int NT, int IP, int M, int... Rs>
 __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 1024, NT>())
     irfft_unpad(const TI* __restrict__ Y, TO* __restrict__ y, const TC* __restrict__ twp, const TC* __restrict__ twl,
-                int B, int K, typename fmv::real_of<TC>::type scale, int tiled, int release) {
+                int B, int K, typename fmv::real_of<TC>::type scale, int tiled, int release,
+                const void* __restrict__ drop, fmv::index_t drop_bytes) {
     fmv::let_next_grid_start();
     fmv::wait_for_prior_grids();
+    if (drop_bytes > 0)  // stop 59 experiment: the forward's input spectra, which the product before has read
+        fmv::discard_l2(drop, drop_bytes, (fmv::index_t)blockIdx.x * NT + threadIdx.x, (fmv::index_t)gridDim.x * NT);
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
     typedef fmv::Split<Rs...> Radices;
     extern __shared__ double2 fmv_smem[];
@@ -762,7 +765,8 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 10
     template __global__ void rfft_pad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, int);
 #define FMV_IRFFT(TI, TC, TO, ...)                                                                                \
     template __global__ void irfft_unpad<TI, TC, TO, __VA_ARGS__>(const TI*, TO*, const TC*, const TC*, int, int, \
-                                                                   typename fmv::real_of<TC>::type, int, int);
+                                                                   typename fmv::real_of<TC>::type, int, int,  \
+                                                                   const void*, fmv::index_t);
 FMV_RFFT(double, double2, double2, 1, 512, 0, 0, 1000, 10, 10, 10)
 FMV_RFFT(double, double2, double2, 1, 512, 0, 0, 1000, 5, 5, 5, 8)
 FMV_RFFT(double, float2, float2, 2, 256, 0, 1, 500, 4, 5, 5, 5)

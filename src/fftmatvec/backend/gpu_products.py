@@ -318,7 +318,15 @@ class GPUProducts:
         then drops its tile from the L2 unwritten once it has read it."""
         tile = self._spectra_tile(Fhat, x_hat, y_hat, out, dtype, adjoint)
         if not tile:
-            super().sbgemv_irfft_unpad(Fhat, x_hat, y_hat, out, dtype, adjoint)
+            # stop 59 experiment: a whole one-vector forward product (a C-contiguous Fhat, not a block of rows
+            # whose x_hat the next block reads) drops its kept spectra in the inverse after it
+            drops = (self.fwd_drop_spectra and not adjoint and Fhat.flags.c_contiguous and x_hat.ndim == 3
+                     and x_hat.shape[2] == 1 and x_hat.nbytes <= self.rfft_keep_max_bytes)
+            self._inverse_drop = x_hat if drops else None
+            try:
+                super().sbgemv_irfft_unpad(Fhat, x_hat, y_hat, out, dtype, adjoint)
+            finally:
+                self._inverse_drop = None
             return
         n, nt, _ = out.shape
         self._sbgemv(Fhat, x_hat, y_hat, True, tile)

@@ -89,6 +89,10 @@ class GPUTransforms:
         # (h200-launch-ab-release-both-stop35.jsonl): the next transform overwrites them in the L2 anyway, and the
         # drops delay the small inverse after it.
         self.release_spectra = os.environ.get("FFTMATVEC_RELEASE_SPECTRA", "1") != "0"
+        # stop 59 experiment: the inverse after a one-vector forward product drops the forward's kept input
+        # spectra from the L2 (fmv::discard_l2), for the adjoint that follows it (set by GPUProducts)
+        self.fwd_drop_spectra = 0
+        self._inverse_drop = None
         # "fused": native/fft.cu where the length allows it, else cuFFT in the "auto"/"sc" layouts;
         # "auto": cuFFT, "cs" for small transforms (one launch fewer), "cc" for large ones (measured faster)
         self.fft_layout = {"r2c": os.environ.get("FFTMATVEC_R2C", "fused"),
@@ -472,6 +476,8 @@ class GPUTransforms:
             args.append(np.int32(dst.nbytes <= self.rfft_keep_max_bytes))
         else:
             args += [REAL_OF[np.dtype(ctype)].type(scale), np.int32(tiled), np.int32(self.release_spectra)]
+            drop = self._inverse_drop
+            args += [drop if drop is not None else src, np.int64(drop.nbytes if drop is not None else 0)]
         self._run_kernel(fn, (blocks,), (threads_of[which],), tuple(args), smem)
         return True
 
