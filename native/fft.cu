@@ -728,6 +728,8 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 8 ? 1536 : 10
 // (fmv::spectrum_index with tile = S): a block's spectra are one contiguous run, and with `release` the block
 // drops that run from the L2 once it has read it (fmv::discard_l2): the big ddssd adjoint took 971.3-971.8
 // against 980.7-980.9 us back to back (benchmarks/results/h200-launch-ab-release-stop35.jsonl).
+// With drop_bytes > 0 the blocks first drop the drop_bytes at `drop` from the L2 (the forward's input spectra,
+// which the product before has read: GPUTransforms.irfft_unpad).
 // In complex128 the register budget is set for 768 threads: shared memory holds three blocks of 256 threads at
 // the big size (two rows of 1008 values for each of two series), and the first pass's butterfly of radix 10
 // with its partner's values needs more than the 64 registers of 1024.
@@ -738,7 +740,7 @@ __global__ void __launch_bounds__(NT, fmv::blocks_of<sizeof(TC) == 16 ? 768 : 10
                 const void* __restrict__ drop, fmv::index_t drop_bytes) {
     fmv::let_next_grid_start();
     fmv::wait_for_prior_grids();
-    if (drop_bytes > 0)  // stop 59 experiment: the forward's input spectra, which the product before has read
+    if (drop_bytes > 0)
         fmv::discard_l2(drop, drop_bytes, (fmv::index_t)blockIdx.x * NT + threadIdx.x, (fmv::index_t)gridDim.x * NT);
     constexpr int S = 1 << LOGS, ld = fmv::Row<M, S, TC>::ld;
     typedef fmv::Split<Rs...> Radices;

@@ -261,4 +261,4 @@ class LocalBTT:
         """The untimed stages, through the backend's fused calls, into ``y``."""
         be = self.backend
         be.pad_rfft(x, ws.x_hat, prec.fft)
-        be.sbgemv_irfft_unpad(Fhat, ws.x_hat, ws.y_hat, y, prec.ifft, adjoint)
+        be.sbgemv_irfft_unpad(Fhat, ws.x_hat, ws.y_hat, y, prec.ifft, adjoint, x_hat_spent=True)

@@ -289,32 +289,34 @@ def test_tiled_spectra_equal_frequency_major(rng, code, shape, flat, tiles, rele
     assert taken and True not in taken, taken
 
 
-@pytest.mark.parametrize("code", ["ddddd", "dssdd"])
-def test_forward_inverse_drops_kept_spectra(rng, monkeypatch, code):
-    """With ``fwd_drop_spectra`` the inverse after a one-vector forward product drops the forward's kept input
-    spectra from the L2; forward and adjoint products in turn are bit for bit those without, eagerly, recorded
-    and replayed, and the drop was asked for in each forward product."""
+@pytest.mark.parametrize("code", ["dssdd", "ddssd", "ddddd"])
+def test_forward_inverse_drops_spent_spectra(rng, monkeypatch, code):
+    """The inverse after a one-vector forward product drops the product's input spectra from the L2 when they are
+    kept there and take ``fwd_release_min_bytes`` or more (``release_spectra``); forward and adjoint products in
+    turn are bit for bit those of a backend that never drops them, eagerly, recorded and replayed, and each
+    forward product of the whole ``Fhat`` asked for the drop (not the adjoint's inverse)."""
     drops, plain = GPUBackend(), GPUBackend()
-    drops.fwd_drop_spectra = 1
+    drops.fwd_release_min_bytes = 1 << 20
+    plain.fwd_release_min_bytes = 1 << 62
     asked = []
-    fused = GPUBackend._fused_transform
+    inverse = GPUBackend.irfft_unpad
 
-    def spy(self, which, *args, **kwargs):
-        if self is drops and which == "irfft_unpad":
-            asked.append(self._inverse_drop is not None)
-        return fused(self, which, *args, **kwargs)
+    def spy(self, x_hat, out, dtype, drop=None):
+        if self is drops:
+            asked.append((out.shape[0], drop is not None and drop.nbytes))
+        return inverse(self, x_hat, out, dtype, drop=drop)
 
-    monkeypatch.setattr(GPUBackend, "_fused_transform", spy)
-    nd, nm, nt = 3, 2100, 1000
+    monkeypatch.setattr(GPUBackend, "irfft_unpad", spy)
+    nd, nm, nt = 3, 1100, 500  # complex64 spectra 2.2 MB
     f = rng.standard_normal((nd, nm, nt))
-    adj = "ddddd" if code == "ddddd" else "ddssd"
-    ops = [BTTOperator(f, precision=code, adjoint_precision=adj, device=be) for be in (drops, plain)]
+    ops = [BTTOperator(f, precision=code, adjoint_precision=code, device=be) for be in (drops, plain)]
     for _ in range(4):
         m = cupy.asarray(rng.standard_normal((nm, nt)))
         d = cupy.asarray(rng.standard_normal((nd, nt)))
         cupy.testing.assert_array_equal(ops[0].matvec(m), ops[1].matvec(m))
         cupy.testing.assert_array_equal(ops[0].rmatvec(d), ops[1].rmatvec(d))
-    assert asked.count(True) >= 2 and drops._inverse_drop is None, asked
+    dropped = [(n, nbytes) for n, nbytes in asked if nbytes]
+    assert dropped and all(n == nd and nbytes >= (nt + 1) * nm * 8 for n, nbytes in dropped), asked
 
 
 @pytest.mark.parametrize("K", [1, 3])

@@ -192,12 +192,17 @@ class Backend(abc.ABC):
         self.unpad(y_pad, out=out)
 
     def sbgemv_irfft_unpad(self, Fhat: Array, x_hat: Array, y_hat: Array, out: Array, dtype: Any,
-                           adjoint: bool) -> None:
+                           adjoint: bool, x_hat_spent: bool = False) -> None:
         """Stages 3-5: :meth:`sbgemv` of ``x_hat`` into the scratch spectrum
         ``y_hat`` (Nf, n_out, K), then :meth:`irfft_unpad` into ``out``
         (n_out, Nt, K) in the real precision ``dtype``.  A backend may lay
         ``y_hat`` out its own way between the two (the GPU one does for the
         adjoint with one right-hand side), so it holds nothing defined after.
+        With ``x_hat_spent`` nothing reads ``x_hat`` after this call (the
+        whole product's spectra, not those a block of rows shares with the
+        next): a backend may drop it from its caches unwritten (the GPU one
+        does after a big forward product), so it too holds nothing defined
+        after.
         """
         self.sbgemv(Fhat, x_hat, out=y_hat, adjoint=adjoint)
         self.irfft_unpad(y_hat, out, dtype)

@@ -308,25 +308,23 @@ class GPUProducts:
         self._sbgemv(Fhat, x_hat, out, adjoint, 0)
 
     def sbgemv_irfft_unpad(self, Fhat: Array, x_hat: Array, y_hat: Array, out: Array, dtype: Any,
-                           adjoint: bool) -> None:
+                           adjoint: bool, x_hat_spent: bool = False) -> None:
         """Stages 3-5 as the base class, but where the adjoint product with
         one right-hand side runs in a one-column kernel and the inverse in
         the fused one, ``y_hat`` is laid out in tiles of the inverse's series
         per block (``fmv::spectrum_index``): each block of the inverse then
         reads its spectra in one run instead of a run of a few values per
         frequency.  With :attr:`release_spectra` each block of the inverse
-        then drops its tile from the L2 unwritten once it has read it."""
+        then drops its tile from the L2 unwritten once it has read it; the
+        inverse after a one-vector forward product drops the product's spent
+        input spectra when they are kept in the L2 and take
+        :attr:`fwd_release_min_bytes` or more."""
         tile = self._spectra_tile(Fhat, x_hat, y_hat, out, dtype, adjoint)
         if not tile:
-            # stop 59 experiment: a whole one-vector forward product (a C-contiguous Fhat, not a block of rows
-            # whose x_hat the next block reads) drops its kept spectra in the inverse after it
-            drops = (self.fwd_drop_spectra and not adjoint and Fhat.flags.c_contiguous and x_hat.ndim == 3
-                     and x_hat.shape[2] == 1 and x_hat.nbytes <= self.rfft_keep_max_bytes)
-            self._inverse_drop = x_hat if drops else None
-            try:
-                super().sbgemv_irfft_unpad(Fhat, x_hat, y_hat, out, dtype, adjoint)
-            finally:
-                self._inverse_drop = None
+            drops = (x_hat_spent and self.release_spectra and not adjoint and x_hat.ndim == 3 and x_hat.shape[2] == 1
+                     and self.fwd_release_min_bytes <= x_hat.nbytes <= self.rfft_keep_max_bytes)
+            self.sbgemv(Fhat, x_hat, out=y_hat, adjoint=adjoint)
+            self.irfft_unpad(y_hat, out, dtype, drop=x_hat if drops else None)
             return
         n, nt, _ = out.shape
         self._sbgemv(Fhat, x_hat, y_hat, True, tile)

@@ -55,7 +55,13 @@ class GPUTransforms:
         it has read it (``discard.global.L2``; compute capability 8.0 or
         higher), so that the dead spectra are neither written back nor
         holding L2 room while the next product streams ``Fhat``
-        (``$FFTMATVEC_RELEASE_SPECTRA=0`` turns it off).
+        (``$FFTMATVEC_RELEASE_SPECTRA=0`` turns it off).  So does the
+        inverse after a one-vector forward product with the product's input
+        spectra when they are kept in the L2 and take
+        :attr:`fwd_release_min_bytes` or more.
+    fwd_release_min_bytes : int
+        Smallest forward spectra (bytes) that the inverse after the product
+        drops (default 16 MB: measured at the big size only).
     rfft_keep_max_bytes : int
         ``rfft_pad`` keeps its spectra in the L2 (evict-last) up to this many
         bytes (default: the L2's size).
@@ -89,10 +95,13 @@ class GPUTransforms:
         # (h200-launch-ab-release-both-stop35.jsonl): the next transform overwrites them in the L2 anyway, and the
         # drops delay the small inverse after it.
         self.release_spectra = os.environ.get("FFTMATVEC_RELEASE_SPECTRA", "1") != "0"
-        # stop 59 experiment: the inverse after a one-vector forward product drops the forward's kept input
-        # spectra from the L2 (fmv::discard_l2), for the adjoint that follows it (set by GPUProducts)
-        self.fwd_drop_spectra = 0
-        self._inverse_drop = None
+        # The forward's kept input spectra, dirty in the L2 after the product, cost the adjoint after it their
+        # write-back in its stream of Fhat: the big complex64 adjoint took 956.3-957.1 us after a forward product
+        # against 932.3-932.9 with them dropped by the forward's inverse, the pair 1902.1-1903.4 against
+        # 1881.5-1882.9 (h200-l2-state-other-stop59.jsonl).  The drops cost the big dssdd forward 3 us when
+        # forwards repeat (947.7-948.7 against 944.6-945.2 back to back) and the middle ones 1-2 us
+        # (h200-launch-ab-drop-stop59.jsonl); hence only big spectra
+        self.fwd_release_min_bytes = 16 << 20
         # "fused": native/fft.cu where the length allows it, else cuFFT in the "auto"/"sc" layouts;
         # "auto": cuFFT, "cs" for small transforms (one launch fewer), "cc" for large ones (measured faster)
         self.fft_layout = {"r2c": os.environ.get("FFTMATVEC_R2C", "fused"),
@@ -352,17 +361,20 @@ class GPUTransforms:
         if full is not out:
             self._ccast(full, out, 1.0)
 
-    def irfft_unpad(self, x_hat: Array, out: Array, dtype: Any) -> None:
+    def irfft_unpad(self, x_hat: Array, out: Array, dtype: Any, drop: Array | None = None) -> None:
         """Stages 4-5 fused: one native kernel (``native/fft.cu``) where ``Nt``
         allows it; else one cuFFT into a series-major scratch, then one unpad
-        pass that applies ``1/L`` and the cast.  ``x_hat`` may be overwritten."""
+        pass that applies ``1/L`` and the cast.  ``x_hat`` may be overwritten.
+        ``drop``: scratch that nothing reads again, which the native kernel
+        drops from the L2 unwritten (``discard.global.L2``) before it starts."""
         n, nt, K = out.shape
         L = 2 * nt
         real = np.dtype(dtype)
         if x_hat.shape != (nt + 1, n, K):
             raise ValueError(f"irfft_unpad: x_hat {x_hat.shape} does not fit out {out.shape}")
         if (self.fft_layout["c2r"] == "fused" and out.flags.c_contiguous and x_hat.flags.c_contiguous
-                and self._fused_transform("irfft_unpad", x_hat, out, COMPLEX_OF[real], n * K, K, nt, 1.0 / L)):
+                and self._fused_transform("irfft_unpad", x_hat, out, COMPLEX_OF[real], n * K, K, nt, 1.0 / L,
+                                          drop=drop)):
             return
         if self.fft_layout["c2r"] == "ss":
             y_pad = self.scratch((L, n, K), real, "unpad")
@@ -460,11 +472,12 @@ class GPUTransforms:
         return cfg
 
     def _fused_transform(self, which: str, src: Array, dst: Array, ctype: np.dtype, B: int, K: int, M: int,
-                         scale: float | None, tiled: bool = False) -> bool:
+                         scale: float | None, tiled: bool = False, drop: Array | None = None) -> bool:
         """Run ``which`` ("rfft_pad" or "irfft_unpad", native/fft.cu) from ``src``
         to ``dst``; False (nothing done) when the length is not supported.
         A ``tiled`` inverse drops each tile of ``src`` from the L2 once it has
-        read it when :attr:`release_spectra`."""
+        read it when :attr:`release_spectra`; an inverse drops ``drop``
+        (:meth:`irfft_unpad`) first."""
         cfg = self._fused_config(M, np.dtype(ctype), B, K)
         if cfg is None or B == 0:
             return cfg is not None
@@ -476,8 +489,7 @@ class GPUTransforms:
             args.append(np.int32(dst.nbytes <= self.rfft_keep_max_bytes))
         else:
             args += [REAL_OF[np.dtype(ctype)].type(scale), np.int32(tiled), np.int32(self.release_spectra)]
-            drop = self._inverse_drop
-            args += [drop if drop is not None else src, np.int64(drop.nbytes if drop is not None else 0)]
+            args += [src if drop is None else drop, np.int64(0 if drop is None else drop.nbytes)]
         self._run_kernel(fn, (blocks,), (threads_of[which],), tuple(args), smem)
         return True
 
