@@ -61,7 +61,7 @@ class GPUTransforms:
         :attr:`fwd_release_min_bytes` or more.
     fwd_release_min_bytes : int
         Smallest forward spectra (bytes) that the inverse after the product
-        drops (default 16 MB: measured at the big size only).
+        drops (default 16 MB: the middle size's 4 MB gain nothing).
     rfft_keep_max_bytes : int
         ``rfft_pad`` keeps its spectra in the L2 (evict-last) up to this many
         bytes (default: the L2's size).
@@ -100,7 +100,8 @@ class GPUTransforms:
         # against 932.3-932.9 with them dropped by the forward's inverse, the pair 1902.1-1903.4 against
         # 1881.5-1882.9 (h200-l2-state-other-stop59.jsonl).  The drops cost the big dssdd forward 3 us when
         # forwards repeat (947.7-948.7 against 944.6-945.2 back to back) and the middle ones 1-2 us
-        # (h200-launch-ab-drop-stop59.jsonl); hence only big spectra
+        # (h200-launch-ab-drop-stop59.jsonl).  The middle size's 4 MB gain nothing: the pair took 116.48-116.72
+        # us kept, 116.67-116.93 dropped (h200-l2-state-drop-mid-stop59.jsonl); hence only big spectra
         self.fwd_release_min_bytes = 16 << 20
         # "fused": native/fft.cu where the length allows it, else cuFFT in the "auto"/"sc" layouts;
         # "auto": cuFFT, "cs" for small transforms (one launch fewer), "cc" for large ones (measured faster)
