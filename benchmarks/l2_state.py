@@ -97,7 +97,7 @@ def main() -> None:
     ap.add_argument("--Nd", type=int, default=100)
     ap.add_argument("--Nt", type=int, default=1000)
     ap.add_argument("--set", action="append", default=[], metavar="ATTR=VALUE",
-                    help="set an integer attribute of the backend, e.g. adj_touch_min_bytes=0")
+                    help="set an integer attribute of the backend, e.g. fwd_release_min_bytes=0")
     args = ap.parse_args()
 
     import cupy as cp
