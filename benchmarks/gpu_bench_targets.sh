@@ -20,3 +20,9 @@ run $MID --precision dssdd
 run $MID --precision ddssd --adjoint
 run $SMALL --precision ddddd
 run $SMALL --precision ddddd --adjoint
+# Beside the targets: F^T F m, a conjugate gradient iteration's product (the forward, then the adjoint)
+run $BIG --normal --precision ddddd
+run $BIG --normal --precision dssdd --adjoint-precision ddssd
+run $MID --normal --precision ddddd
+run $MID --normal --precision dssdd --adjoint-precision ddssd
+run $SMALL --normal --precision ddddd

@@ -16,10 +16,18 @@ def _kernel_line(r):
             f"x{r['floor_ratio']:.3f}")
 
 
+def _product(r):
+    """A bench line's product and its code(s): ``F^T F m`` runs two, forward/adjoint."""
+    if r.get("normal"):
+        return "F^T F m", f"{r['precision']}/{r['adjoint_precision']}"
+    return ("F^T d" if r["adjoint"] else "F m"), r["precision"]
+
+
 def _bench_line(r):  # fftmatvec bench --json (from bench_ab.sh: with its source)
     source = f"[{r['source']}] " if "source" in r else ""
-    return (f"{source}bench Nm={r['Nm']} Nd={r['Nd']} Nt={r['Nt']} K={r['nrhs']} {r['precision']} "
-            f"{'FT' if r['adjoint'] else 'F '} {fmt_us(r['time_s'])} us x{r['floor_ratio']:.3f} "
+    product, code = _product(r)
+    return (f"{source}bench Nm={r['Nm']} Nd={r['Nd']} Nt={r['Nt']} K={r['nrhs']} {code} "
+            f"{product} {fmt_us(r['time_s'])} us x{r['floor_ratio']:.3f} "
             f"b2b {fmt_us(r.get('back_to_back_s'))} out= {fmt_us(r.get('into_out_s'))} "
             f"prep {fmt_us(r.get('prepared_s'))} "
             f"per-vec {fmt_us(r['time_per_vector_s'])} naive {fmt_us(r.get('naive_time_s'))} "
@@ -131,8 +139,9 @@ def markdown(path):
         if "floor_ratio" not in r:
             continue
         err = f"{r['rel_error']:.1e}" if "rel_error" in r else "-"
-        print(f"| {r['Nm']} x {r['Nd']} x {r['Nt']} | {r['nrhs']} | `{r['precision']}` | "
-              f"{'`F^T d`' if r['adjoint'] else '`F m`'} | {r['time_s'] * 1e6:.1f} | "
+        product, code = _product(r)
+        print(f"| {r['Nm']} x {r['Nd']} x {r['Nt']} | {r['nrhs']} | `{code}` | "
+              f"`{product}` | {r['time_s'] * 1e6:.1f} | "
               f"{fmt_us(r.get('into_out_s')).strip()} | {fmt_us(r.get('prepared_s')).strip()} | "
               f"{r['back_to_back_s'] * 1e6:.1f} | "
               f"{r['time_per_vector_s'] * 1e6:.1f} | {r['floor_ratio']:.3f} | {r['naive_time_s'] * 1e6:.1f} | "
@@ -145,12 +154,13 @@ _ONE_VECTOR = (("ddddd", False), ("ddddd", True), ("dssdd", False), ("ddssd", Tr
 
 
 def _run_rows(path):
-    """The bench lines of one table run, by (size, code, adjoint, K)."""
+    """The bench lines of one table run, by (size, code, adjoint, K); ``F^T F m``
+    lines are beside the targets, not among them."""
     rows = {}
     for s in open(path):
         if s.strip().startswith("{"):
             r = json.loads(s)
-            if "floor_ratio" in r and r.get("device") == "gpu":
+            if "floor_ratio" in r and r.get("device") == "gpu" and not r.get("normal"):
                 rows[(r["Nm"], r["Nd"], r["Nt"]), r["precision"], r["adjoint"], r["nrhs"]] = r
     return rows
 

@@ -1,4 +1,6 @@
-"""Benchmarks of one operator product on random data.
+"""Benchmarks of one operator product on random data: ``F m``, ``F^T d``, or
+``F^T F m`` (:meth:`~fftmatvec.operator.BTTOperator.normal`, a conjugate
+gradient iteration's product, the two passes in turn).
 
 Reports medians of the whole product (each product waited for; also with the
 result written into the caller's array, ``out=``, and as a prepared product,
@@ -33,6 +35,10 @@ class BenchConfig:
     nrhs: int = 1
     precision: str = "ddddd"
     adjoint: bool = False
+    #: ``F^T F m`` instead: ``precision`` for ``F``, ``adjoint_precision``
+    #: (default the same) for ``F^T``.
+    normal: bool = False
+    adjoint_precision: str | None = None
     reps: int = 10
     check: bool = False
     compare_naive: bool = False
@@ -53,6 +59,12 @@ def dense_matrix(f: np.ndarray) -> np.ndarray:
     lag = np.arange(nt)[:, None] - np.arange(nt)[None, :]
     blocks = np.where(lag >= 0, f[:, :, np.clip(lag, 0, None)], 0.0)  # (nd, nm, nt, nt)
     return blocks.transpose(0, 2, 1, 3).reshape(nd * nt, nm * nt)
+
+
+def reference_normal(f: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, str]:
+    """Float64 reference of ``F^T F x``, x (Nm, Nt, K), as :func:`reference_product`."""
+    y, _ = reference_product(f, x, adjoint=False)
+    return reference_product(f, y, adjoint=True)
 
 
 def reference_product(f: np.ndarray, x: np.ndarray, adjoint: bool) -> tuple[np.ndarray, str]:
@@ -167,25 +179,34 @@ def run_bench(cfg: BenchConfig, grid: Any = None) -> dict[str, Any]:
     Times are those of the slowest rank: the whole product, each stage and the
     communication (``comm_s``).  The floor is the largest local ``Fhat`` slab
     (``fhat_bytes``) over this rank's copy bandwidth; ``fhat_bytes_total`` is
-    the sum over the ranks.
+    the sum over the ranks.  ``F^T F m`` reads its slab twice, once in each
+    pass's SBGEMV precision: its floor counts both reads.
     """
     grid = grid if grid is not None else SerialGrid()
     comm = grid.comm
     slowest = (lambda v: v) if comm is None else (lambda v: comm.allreduce(v, op=_mpi_max()))
     prec = parse(cfg.precision)
+    adjoint_prec = parse(cfg.adjoint_precision) if cfg.adjoint_precision is not None else prec
+    if cfg.adjoint and cfg.normal:
+        raise ValueError("run_bench: adjoint and normal exclude each other")
     rows, cols = grid.row_block(cfg.Nd), grid.col_block(cfg.Nm)
     f = random_slab(cfg.seed, cfg.Nd, cfg.Nm, cfg.Nt, rows, cols)
-    code = dict(adjoint_precision=cfg.precision) if cfg.adjoint else dict(precision=cfg.precision)
+    if cfg.normal:
+        code = dict(precision=prec.code, adjoint_precision=adjoint_prec.code)
+    else:
+        code = dict(adjoint_precision=prec.code) if cfg.adjoint else dict(precision=prec.code)
     t0 = time.perf_counter()
     op = BTTOperator(f, device=cfg.device, grid=grid, shape=(cfg.Nd, cfg.Nm, cfg.Nt), **code)
     setup_s = slowest(time.perf_counter() - t0)
     be = op.backend
     space, n_in = ("data", cfg.Nd) if cfg.adjoint else ("param", cfg.Nm)
+    out_space, n_out = ("data", cfg.Nd) if not (cfg.adjoint or cfg.normal) else ("param", cfg.Nm)
     x_host = np.random.default_rng([cfg.seed, 1]).standard_normal((n_in, cfg.Nt, cfg.nrhs))
     start, count = grid.block(space, n_in)
     x = be.asarray(x_host[start:start + count]) if grid.holds(space) else None
-    apply = op.rmatvec if cfg.adjoint else op.matvec
-    Fhat = op.engine.Fhat[prec.sbgemv]
+    apply = op.normal if cfg.normal else op.rmatvec if cfg.adjoint else op.matvec
+    # Fhat as each pass's SBGEMV reads it (F^T F m reads it twice, in each code's precision)
+    Fhats = [op.engine.Fhat[p.sbgemv] for p in ((prec, adjoint_prec) if cfg.normal else (prec,))]
 
     def sync() -> None:
         be.synchronize()
@@ -195,8 +216,10 @@ def run_bench(cfg: BenchConfig, grid: Any = None) -> dict[str, Any]:
     sync()  # communicators): kept out of comm_s
     calls = {"time": lambda: apply(x)}
     if isinstance(grid, SerialGrid):  # the result written into one array of the caller's (no allocation)
-        out = be.empty((cfg.Nm if cfg.adjoint else cfg.Nd, cfg.Nt, cfg.nrhs), np.float64)
-        calls.update(into=lambda: apply(x, out=out), prepared=op.prepare(x, adjoint=cfg.adjoint, out=out))
+        out = be.empty((n_out, cfg.Nt, cfg.nrhs), np.float64)
+        if not cfg.normal:
+            calls["into"] = lambda: apply(x, out=out)
+        calls["prepared"] = op.prepare(x, adjoint=cfg.adjoint, normal=cfg.normal, out=out)
     agree = (lambda n: n) if comm is None else (lambda n: comm.allreduce(n, op=_mpi_max()))
     warmup_products = _warm_up(lambda: apply(x), cfg.warmup_s, sync, agree)
     grid.reset_comm_stats()
@@ -205,13 +228,11 @@ def run_bench(cfg: BenchConfig, grid: Any = None) -> dict[str, Any]:
     comm_s = slowest(grid.comm_seconds / (cfg.reps + 1))
     into_s, prepared_s = waited.get("into"), waited.get("prepared")
     back_to_back_s = slowest(_back_to_back_time(lambda: apply(x), cfg.reps, sync))
-    timer = be.timer()
-    for _ in range(cfg.reps):
-        apply(x, timer=timer)
-    stages = {name: slowest(float(np.median(ts))) for name, ts in timer.times.items()}
+    stages = {name: slowest(t) for name, t in _stage_medians(op, x, cfg, be.timer).items()}
 
-    fhat_bytes = slowest(int(Fhat.nbytes))
-    fhat_bytes_total = int(Fhat.nbytes) if comm is None else comm.allreduce(int(Fhat.nbytes))
+    local_fhat_bytes = sum(int(F.nbytes) for F in Fhats)
+    fhat_bytes = slowest(local_fhat_bytes)
+    fhat_bytes_total = local_fhat_bytes if comm is None else comm.allreduce(local_fhat_bytes)
     if cfg.copy_bandwidth is None:
         bandwidth = be.copy_bandwidth(nbytes=int(min(max(fhat_bytes, 256 << 20), 2 << 30)))
         bandwidth = -slowest(-bandwidth)  # the slowest rank's bandwidth
@@ -229,6 +250,8 @@ def run_bench(cfg: BenchConfig, grid: Any = None) -> dict[str, Any]:
         "nrhs": cfg.nrhs,
         "precision": prec.code,
         "adjoint": cfg.adjoint,
+        "normal": cfg.normal,
+        "adjoint_precision": adjoint_prec.code if cfg.normal else None,
         "setup_s": setup_s,
         "warmup_s": cfg.warmup_s,
         "warmup_products": warmup_products,
@@ -248,25 +271,49 @@ def run_bench(cfg: BenchConfig, grid: Any = None) -> dict[str, Any]:
         "sbgemv_bandwidth_ratio": fhat_bytes / stages["sbgemv"] / bandwidth,
     }
     if cfg.check:
-        y = _gather(apply(x), grid, "param" if cfg.adjoint else "data", cfg.Nm if cfg.adjoint else cfg.Nd, be)
+        y = _gather(apply(x), grid, out_space, n_out, be)
         if grid.rank == 0:
             f_full = random_slab(cfg.seed, cfg.Nd, cfg.Nm, cfg.Nt, (0, cfg.Nd), (0, cfg.Nm))
-            ref, kind = reference_product(f_full, x_host, cfg.adjoint)
+            ref, kind = reference_normal(f_full, x_host) if cfg.normal else \
+                reference_product(f_full, x_host, cfg.adjoint)
             result["rel_error"] = float(np.linalg.norm(y - ref) / np.linalg.norm(ref))
             result["reference"] = kind
         if comm is not None:
             result.update(comm.bcast({k: result[k] for k in ("rel_error", "reference") if k in result}, root=0))
     if cfg.compare_naive and grid.size == 1:
         naive = be.naive_matvec
-        result["naive_time_s"] = _median_time(lambda: naive(Fhat, x, cfg.adjoint), cfg.reps, be.synchronize)
+        if cfg.normal:
+            def naive_product():
+                return naive(Fhats[1], naive(Fhats[0], x, False), True)
+        else:
+            def naive_product():
+                return naive(Fhats[0], x, cfg.adjoint)
+        result["naive_time_s"] = _median_time(naive_product, cfg.reps, be.synchronize)
         result["speedup_vs_naive"] = result["naive_time_s"] / time_s
         nbytes_dense = cfg.Nd * cfg.Nt * cfg.Nm * cfg.Nt * 8
         if be.name == "cpu" and nbytes_dense <= DENSE_LIMIT:
             F = dense_matrix(f)
             X = x_host.reshape(-1, cfg.nrhs)
-            dense = (lambda: F.T @ X) if cfg.adjoint else (lambda: F @ X)
+            dense = (lambda: F.T @ (F @ X)) if cfg.normal else (lambda: F.T @ X) if cfg.adjoint else (lambda: F @ X)
             result["dense_time_s"] = _median_time(dense, cfg.reps, be.synchronize)
     return result
+
+
+def _stage_medians(op: BTTOperator, x: Any, cfg: BenchConfig, new_timer: Callable[[], Any]) -> dict[str, float]:
+    """Median seconds of each stage over ``cfg.reps`` products timed stage by
+    stage; for ``F^T F m`` the sum of each stage's medians over its two passes
+    (the forward from ``x``, the adjoint from the forward's result)."""
+    if not cfg.normal:
+        timer = new_timer()
+        apply = op.rmatvec if cfg.adjoint else op.matvec
+        for _ in range(cfg.reps):
+            apply(x, timer=timer)
+        return {name: float(np.median(ts)) for name, ts in timer.times.items()}
+    forward, adjoint = new_timer(), new_timer()
+    for _ in range(cfg.reps):
+        op.rmatvec(op.matvec(x, timer=forward), timer=adjoint)
+    return {name: float(np.median(forward.times[name])) + float(np.median(adjoint.times.get(name, [0.0])))
+            for name in forward.times}
 
 
 def _gather(y: Any, grid: Any, space: str, n: int, be: Any) -> np.ndarray | None:

@@ -7,6 +7,7 @@ with a process grid that moves the blocks between ranks.  In one process
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any, Callable, ContextManager
 
@@ -288,10 +289,12 @@ class BTTOperator:
             m = self.grid.col_reduce(m)
         return finish(m, "param")
 
-    def prepare(self, v: Array, *, adjoint: bool = False, out: Array | None = None) -> "PreparedProduct":
-        """``F v`` (``F^T v`` with ``adjoint``) made ready to run many times
-        on the same arrays: the lowest-latency product, for a loop that
-        refills ``v`` in place (one product per new observation).
+    def prepare(self, v: Array, *, adjoint: bool = False, normal: bool = False,
+                out: Array | None = None) -> "PreparedProduct":
+        """``F v`` (``F^T v`` with ``adjoint``, ``F^T F v`` with ``normal``)
+        made ready to run many times on the same arrays: the lowest-latency
+        product, for a loop that refills ``v`` in place (one product per new
+        observation, one ``F^T F`` per iteration of a solver).
 
         What a product checks and sets up happens here, once: the shapes of
         ``v`` and ``out``, the cast of ``v`` to the pad precision and of the
@@ -310,6 +313,10 @@ class BTTOperator:
             are not checked (NaN or Inf propagate to the result), and those
             it holds now do not matter.
         adjoint : bool
+        normal : bool
+            ``F^T F v``: the forward product in :attr:`precision`, then the
+            adjoint in :attr:`adjoint_precision`, with :meth:`normal`'s
+            result bit for bit, as one recording on a GPU.
         out : float64 array of the result's shape, optional
             Where each call writes the result (C-contiguous, apart from
             ``v``); default a new array.
@@ -324,10 +331,14 @@ class BTTOperator:
         ------
         ConfigError
             On a process grid (a product there runs collectives at each
-            call), for a DistVector or an array of another library, and for a
-            ``v`` or ``out`` that :meth:`matvec` would refuse.
+            call), for a DistVector or an array of another library, for a
+            ``v`` or ``out`` that :meth:`matvec` would refuse, and for both
+            ``adjoint`` and ``normal``.
         """
-        what = "F^T d" if adjoint else "F m"
+        what = "F^T F m" if normal else "F^T d" if adjoint else "F m"
+        if adjoint and normal:
+            raise ConfigError("prepare: normal=True is F^T F m, whose input is a parameter vector; "
+                              "it takes no adjoint=True")
         if not self._one_process:
             raise ConfigError(f"prepare: {what} on a {self.grid.pr}x{self.grid.pc} process grid runs collectives "
                               "at each call; prepare takes an operator without a grid (use matvec/rmatvec)")
@@ -340,22 +351,31 @@ class BTTOperator:
         if not native:
             raise ConfigError(f"prepare: {what} takes an array of the operator's backend "
                               f"({be.xp.__name__}), got {kind}")
-        shape = (self.Nm if adjoint else self.Nd, self.Nt) + v.shape[2:]
+        shape = (self.Nm if adjoint or normal else self.Nd, self.Nt) + v.shape[2:]
         if out is None:
             out = be.empty(shape, _F64)
         else:
             self._check_out(out, v, shape, True, what)
-        prec = self.adjoint_precision if adjoint else self.precision
-        x = v if v.dtype == prec.pad and v.flags.c_contiguous else be.empty(v.shape, prec.pad)
-        y = out if prec.reduce == _F64 else be.empty(shape, prec.reduce)
-        product = self.engine.product(x, prec, adjoint, y)
+        passes = [(self.precision, False), (self.adjoint_precision, True)] if normal else \
+            [(self.adjoint_precision if adjoint else self.precision, adjoint)]
+        steps: list[Callable[[], None]] = []
+        x = v
+        for i, (prec, adj) in enumerate(passes):  # each pass casts its input as matvec/rmatvec would
+            if x.dtype != prec.pad or not x.flags.c_contiguous:
+                x_pad = be.empty(x.shape, prec.pad)
+                steps.append(functools.partial(be.copy_into, x, x_pad))
+                x = x_pad
+            last = i == len(passes) - 1
+            y_shape = shape if last else (self.Nm if adj else self.Nd, self.Nt) + v.shape[2:]
+            y = out if last and prec.reduce == _F64 else be.empty(y_shape, prec.reduce)
+            steps.append(self.engine.product(x, prec, adj, y))
+            x = y
+        if x is not out:
+            steps.append(functools.partial(be.copy_into, x, out))
 
         def work() -> None:
-            if x is not v:
-                be.copy_into(v, x)
-            product()
-            if y is not out:
-                be.copy_into(y, out)
+            for step in steps:
+                step()
 
         return PreparedProduct(be.recorded(work), v, out)
 

@@ -347,6 +347,31 @@ def test_prepared_product_replays_one_recording(gpu, rng, shape, code, K):
         op.prepare(np.zeros((nm, nt)))
 
 
+@pytest.mark.parametrize("K", [1, 3])
+@pytest.mark.parametrize("codes", [("ddddd", "ddddd"), ("dssdd", "ddssd"), ("sssss", "dssds")])
+@pytest.mark.parametrize("shape", [(15, 289, 10), (13, 41, 100)], ids=["one-kernel", "staged"])
+def test_prepared_normal_product_replays_one_recording(gpu, rng, shape, codes, K):
+    """``prepare(normal=True)``: ``F^T F m`` with one right-hand side one CUDA
+    graph launch a call (both passes and the cast between them inside it),
+    equal to :meth:`BTTOperator.normal` bit for bit, and to the dense float64
+    product within the two codes' tolerances."""
+    nd, nm, nt = shape
+    f = rng.standard_normal(shape)
+    op = BTTOperator(f, precision=codes[0], adjoint_precision=codes[1], device=gpu)
+    m = cupy.asarray(rng.standard_normal((nm, nt) + ((K,) if K > 1 else ())))
+    run = op.prepare(m, normal=True)
+    if K == 1:
+        assert isinstance(getattr(run._run, "__self__", None), cupy.cuda.graph.Graph)
+    for _ in range(3):
+        m[...] = cupy.asarray(rng.standard_normal(m.shape))
+        assert run() is run.out
+        cupy.testing.assert_array_equal(run.out, op.normal(m))
+    x = cupy.asnumpy(m).reshape(nm, nt, K)
+    ref = dense_product(f, dense_product(f, x, False), True).reshape(run.out.shape)
+    tol = code_tol(codes[0], nm, nt) + code_tol(codes[1], nm, nt)
+    assert rel_err(cupy.asnumpy(run.out), ref) < tol
+
+
 def test_recording_falls_back_to_plain_launches(rng):
     """A driver that cannot record programmatic launches: the product is
     recorded with plain launches, which the backend keeps from then on, and

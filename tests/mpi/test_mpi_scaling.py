@@ -54,3 +54,17 @@ def test_a_warm_up_runs_as_many_products_on_every_rank(comm):
         result = run_bench(_cfg(warmup_s=0.02 * (1 + comm.rank)), grid)
     counts = comm.allgather(result["warmup_products"])
     assert counts == [counts[0]] * comm.size and counts[0] >= 2 and result["rel_error"] < 1e-12
+
+
+@pytest.mark.mpi(min_size=2)
+def test_the_normal_product_on_a_grid(comm):
+    # F^T F m across the grid's passes (its all-reduce between them): the float64 reference on every rank,
+    # and a floor from the largest slab, read twice
+    shape = (2, comm.size // 2) if comm.size >= 4 else (1, comm.size)
+    with ProcessGrid(comm, shape) as grid:
+        result = run_bench(_cfg(normal=True, nrhs=2), grid)
+        slab_reads = 2 * 16 * (6 + 1) * grid.row_block(5)[1] * grid.col_block(7)[1]
+    errors = comm.allgather(result["rel_error"])
+    assert all_true(comm, errors == [errors[0]] * comm.size and errors[0] < 1e-12 and result["normal"])
+    assert all_true(comm, result["fhat_bytes"] == max(comm.allgather(slab_reads))
+                    and result["fhat_bytes_total"] == sum(comm.allgather(slab_reads)) and result["comm_s"] > 0)

@@ -6,11 +6,13 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from conftest import direct_btt, direct_btt_adjoint, rel_err
 
 from fftmatvec.cli import main
 from fftmatvec.io import read_vector, write_matrix, write_vector
+from fftmatvec.precision import parse
 
 
 @pytest.fixture
@@ -92,6 +94,37 @@ def test_bench_adjoint_mixed_precision_error_level(capsys):
     assert main(["bench", "--Nm", "11", "--Nd", "4", "--Nt", "7", "--adjoint", "--precision", "ddssd", "-N", "2", "--check", "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert 1e-12 < result["rel_error"] < 1e-5 and result["adjoint"] and result["precision"] == "ddssd"
+
+
+@pytest.mark.parametrize("codes, tol", [(("ddddd",), 1e-13), (("dssdd", "ddssd"), 1e-5)])
+def test_bench_normal_times_both_passes(codes, tol, capsys):
+    """``--normal`` times ``F^T F m`` against its float64 reference, with a
+    floor that counts both passes' reads of ``Fhat``, each in its code's
+    SBGEMV precision, and a prepared product."""
+    nm, nd, nt = 11, 4, 7
+    extra = ["--adjoint-precision", codes[1]] if len(codes) > 1 else []
+    assert main(["bench", "--Nm", str(nm), "--Nd", str(nd), "--Nt", str(nt), "--nrhs", "2", "--normal",
+                 "--precision", codes[0], *extra, "-N", "2", "--check", "--compare-naive", "--json"]) == 0
+    out = capsys.readouterr().out
+    result = json.loads(out.strip().splitlines()[-1])
+    assert "F^T F m" in out and result["normal"] and not result["adjoint"]
+    assert result["precision"] == codes[0] and result["adjoint_precision"] == codes[-1]
+    assert result["rel_error"] < tol and result["reference"] == "dense"
+    itemsize = sum(16 if parse(code).sbgemv == np.complex128 else 8 for code in (codes[0], codes[-1]))
+    assert result["fhat_bytes"] == (nt + 1) * nd * nm * itemsize
+    assert result["prepared_s"] > 0 and result["into_out_s"] is None  # F^T F m takes no out=
+    assert set(result["stages"]) == {"pad", "fft", "sbgemv", "ifft", "unpad"}
+    assert result["naive_time_s"] > 0 and result["dense_time_s"] > 0
+
+
+def test_bench_normal_usage_errors(capsys):
+    sizes = ["bench", "--Nm", "5", "--Nd", "2", "--Nt", "4"]
+    assert main([*sizes, "--adjoint-precision", "ddssd"]) == 2  # needs --normal
+    assert "--normal" in capsys.readouterr().err
+    assert main([*sizes, "--normal", "--adjoint"]) == 2
+    assert main([*sizes, "--normal", "--adjoint-precision", "xyz"]) == 2
+    assert main([*sizes, "--normal", "--sweep", "strong"]) == 2
+    assert "one run" in capsys.readouterr().err
 
 
 def test_usage_errors_exit_2(capsys):

@@ -41,6 +41,18 @@ def test_markdown_table_of_a_bench_run(capsys):
     assert "| 5000 x 100 x 1000 | 1 | `ddddd` | `F m` | 2053.5 |" in rows[2]
 
 
+def test_markdown_and_line_name_the_normal_product(tmp_path, capsys):
+    r = _bench(1000, 50, 500, "dssdd", False, 1, 1.2e-4, 1e-4, normal=True, adjoint_precision="ddssd",
+               naive_time_s=3e-4)
+    path = tmp_path / "run.jsonl"
+    path.write_text(json.dumps(r) + "\n")
+    summary = _summary()
+    summary.markdown(str(path))
+    row = capsys.readouterr().out.splitlines()[2]
+    assert row.startswith("| 1000 x 50 x 500 | 1 | `dssdd/ddssd` | `F^T F m` | 120.0 |")
+    assert " dssdd/ddssd F^T F m " in summary.line(r)
+
+
 def _bench(nm, nd, nt, code, adjoint, K, time_s, floor_s, **extra):
     return dict(device="gpu", Nm=nm, Nd=nd, Nt=nt, precision=code, adjoint=adjoint, nrhs=K, time_s=time_s,
                 back_to_back_s=0.9 * time_s, time_per_vector_s=time_s / K, floor_s=floor_s,
@@ -54,7 +66,9 @@ def test_targets_row_marks_what_is_met(tmp_path, capsys):
             _bench(*big, "dssdd", False, 1, 0.55e-3, 0.5e-3), _bench(*big, "ddssd", True, 1, 0.52e-3, 0.5e-3),
             _bench(*big, "ddddd", False, 16, 16e-3 / 12, 1e-3), _bench(*big, "dssdd", False, 16, 1.6e-3, 0.5e-3),
             _bench(*mid, "ddddd", False, 1, 1.30e-4, 1e-4), _bench(*mid, "ddssd", True, 1, 1.31e-4, 1e-4),
-            _bench(289, 15, 10, "ddddd", False, 1, 20.1e-6, 1e-7)]
+            _bench(289, 15, 10, "ddddd", False, 1, 20.1e-6, 1e-7),
+            # F^T F m, beside the targets: not the dssdd F m row although its forward code is dssdd
+            _bench(*big, "dssdd", False, 1, 9e-3, 1e-3, normal=True, adjoint_precision="ddssd")]
     path = tmp_path / "run.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in runs))
     _summary().targets([str(path)])

@@ -402,6 +402,34 @@ def test_prepared_product_reads_its_input_at_each_call(code, K, rng):
             assert rel_err(run.out, ref) < 1e-12
 
 
+@pytest.mark.parametrize("codes", [("ddddd", "ddddd"), ("dssdd", "ddssd"), ("sssss", "dssds"), ("ddsss", "sdddd")])
+@pytest.mark.parametrize("K", [None, 2])
+def test_prepared_normal_product_equals_normal(codes, K, rng):
+    """``prepare(normal=True)`` is ``F^T F m`` as :meth:`BTTOperator.normal`
+    computes it, bit for bit, for forward and adjoint codes whose result and
+    pad precisions differ (the cast between the passes is its work), and the
+    float64 direct sums in ``ddddd``."""
+    nd, nm, nt = 3, 8, 13
+    f = rng.standard_normal((nd, nm, nt))
+    op = BTTOperator(f, precision=codes[0], adjoint_precision=codes[1])
+    m = rng.standard_normal((nm, nt) + ((K,) if K else ()))
+    out = np.full(m.shape, np.nan)
+    run = op.prepare(m, normal=True, out=out)
+    assert run.input is m and run.out is out
+    for _ in range(2):
+        m[...] = rng.standard_normal(m.shape)
+        kept = m.copy()
+        assert run() is out
+        np.testing.assert_array_equal(out, op.normal(m))
+        np.testing.assert_array_equal(m, kept)
+    if codes[0] == "ddddd" and K is None:
+        assert rel_err(out, direct_btt_adjoint(f, direct_btt(f, m))) < 1e-12
+    with pytest.raises(ConfigError, match="shape"):
+        op.prepare(m, normal=True, out=np.empty((nd, nt) + m.shape[2:]))
+    with pytest.raises(ConfigError, match="adjoint"):
+        op.prepare(rng.standard_normal((nd, nt)), adjoint=True, normal=True)
+
+
 def test_prepared_product_of_a_strided_float32_view(rng):
     """An input that is not the pad precision's contiguous array (a float32
     transposed view) is cast into the prepared product's own buffer at each

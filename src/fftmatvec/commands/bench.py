@@ -28,14 +28,20 @@ def _seconds(text: str) -> float:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="benchmark F m or F^T d on random data")
+    p = sub.add_parser("bench", help="benchmark F m, F^T d or F^T F m on random data")
     p.add_argument("--Nm", type=_positive, required=True,
                    help="parameters (block columns); per rank with --sweep weak")
     p.add_argument("--Nd", type=_positive, required=True, help="sensors (block rows)")
     p.add_argument("--Nt", type=_positive, required=True, help="time steps")
     p.add_argument("--nrhs", type=_positive, default=1, metavar="K", help="right-hand sides at once (default 1)")
-    p.add_argument("--precision", default="ddddd", metavar="CODE", help="five-letter stage precision code")
-    p.add_argument("--adjoint", action="store_true", help="time F^T d instead of F m")
+    p.add_argument("--precision", default="ddddd", metavar="CODE",
+                   help="five-letter stage precision code (of F with --normal)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--adjoint", action="store_true", help="time F^T d instead of F m")
+    which.add_argument("--normal", action="store_true",
+                       help="time F^T F m, the product of a conjugate gradient iteration (F, then F^T)")
+    p.add_argument("--adjoint-precision", metavar="CODE",
+                   help="with --normal: the code of the F^T pass (default: --precision)")
     p.add_argument("-N", "--reps", type=_positive, default=10, help="timed repetitions (median reported)")
     p.add_argument("--warmup", type=_seconds, default=0.0, metavar="SECONDS",
                    help="run products back to back this long before timing any, for the sustained rate: an "
@@ -60,8 +66,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _report(r: dict) -> None:
-    op = "F^T d" if r["adjoint"] else "F m"
-    print(f"{op}  Nm={r['Nm']} Nd={r['Nd']} Nt={r['Nt']} K={r['nrhs']}  precision={r['precision']}  "
+    op = "F^T F m" if r["normal"] else "F^T d" if r["adjoint"] else "F m"
+    code = f"{r['precision']}/{r['adjoint_precision']}" if r["normal"] else r["precision"]
+    print(f"{op}  Nm={r['Nm']} Nd={r['Nd']} Nt={r['Nt']} K={r['nrhs']}  precision={code}  "
           f"device={r['device']}  grid={r['grid']} ({r['ranks']} ranks; times of the slowest rank)")
     if r["warmup_products"]:
         print(f"  warm-up           {r['warmup_products']} products back to back ({r['warmup_s']:g} s) before timing")
@@ -74,7 +81,8 @@ def _report(r: dict) -> None:
     for name, t in r["stages"].items():
         print(f"    {name:<8}        {t * 1e3:10.3f} ms")
     print(f"  communication     {r['comm_s'] * 1e3:10.3f} ms")
-    print(f"  Fhat              {r['fhat_bytes'] / 1e9:10.3f} GB (largest slab)")
+    reads = " read twice" if r["normal"] else ""
+    print(f"  Fhat              {r['fhat_bytes'] / 1e9:10.3f} GB (largest slab{reads})")
     print(f"  copy bandwidth    {r['copy_bandwidth_Bps'] / 1e9:10.2f} GB/s (read + write)")
     print(f"  floor             {r['floor_s'] * 1e3:10.3f} ms   ratio {r['floor_ratio']:.2f}x")
     print(f"  SBGEMV reads Fhat at {r['sbgemv_bandwidth_ratio']:.2f}x copy bandwidth")
@@ -92,14 +100,21 @@ def run(args: argparse.Namespace) -> int:
     from ..precision import parse
 
     parse(args.precision)  # reject a bad code before allocating anything
+    if args.adjoint_precision is not None:
+        if not args.normal:
+            raise ConfigError("--adjoint-precision is the code of F^T F m's second pass: it needs --normal "
+                              "(F^T d alone takes --adjoint --precision CODE)")
+        parse(args.adjoint_precision)
     cfg = BenchConfig(
         Nm=args.Nm, Nd=args.Nd, Nt=args.Nt, nrhs=args.nrhs, precision=args.precision, adjoint=args.adjoint,
-        reps=args.reps, check=args.check, compare_naive=args.compare_naive, device=args.device, seed=args.seed,
-        warmup_s=args.warmup,
+        normal=args.normal, adjoint_precision=args.adjoint_precision, reps=args.reps, check=args.check,
+        compare_naive=args.compare_naive, device=args.device, seed=args.seed, warmup_s=args.warmup,
     )
     if args.sweep is not None:
         if args.grid is not None:
             raise ConfigError("--grid is for one run; a sweep takes --grids LIST")
+        if args.normal:
+            raise ConfigError("--normal is for one run: a sweep's CSV rows are F m or F^T d (--adjoint)")
         return _sweep(args, cfg)
     if args.grids is not None or args.csv is not None or args.plot is not None:
         raise ConfigError("--grids, --csv and --plot need --sweep weak|strong")
