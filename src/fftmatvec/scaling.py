@@ -14,7 +14,7 @@
   ``--Nm`` is per rank; a grid of ``p`` ranks runs ``Nm * p`` parameters
   (``Nd`` and ``Nt`` fixed), so every rank keeps an ``Nd x Nm`` slab.
 * :func:`update_csv` merges the rows into the CSV file: a row measured again
-  (same sweep, sizes, precision, direction, device, grid) replaces the old
+  (same sweep, sizes, precision, product, device, grid) replaces the old
   one, and the efficiency of every row is recomputed from its series' row
   with the fewest ranks (:func:`add_efficiency`), so the file is consistent
   whatever order the launches came in.
@@ -42,19 +42,24 @@ SWEEPS = ("weak", "strong")
 #: Stage columns, in pipeline order (``bcast``/``reduce`` are 0 on one rank).
 STAGES = ("pad", "fft", "sbgemv", "ifft", "unpad", "bcast", "reduce")
 
-#: Columns of the CSV file, in order.
+#: Columns of the CSV file, in order.  The product is ``F m``, ``F^T d``
+#: (``adjoint``) or ``F^T F m`` (``normal``, whose ``precision`` is
+#: ``"FORWARD/ADJOINT"``, the two passes' codes).
 CSV_COLUMNS = (
-    "ranks", "grid", "sweep", "Nm", "Nd", "Nt", "nrhs", "precision", "adjoint", "device",
+    "ranks", "grid", "sweep", "Nm", "Nd", "Nt", "nrhs", "precision", "adjoint", "normal", "device",
     *(f"{s}_s" for s in STAGES),
     "comm_s", "time_s", "setup_s", "fhat_bytes", "bandwidth_GBps", "floor_ratio",
     "efficiency", "base_ranks", "rel_error",
 )
 
-_INT = {"ranks", "Nm", "Nd", "Nt", "nrhs", "fhat_bytes", "base_ranks"}
+#: The columns of files written before ``F^T F m`` rows (read as ``normal = 0``).
+CSV_COLUMNS_BEFORE_NORMAL = tuple(c for c in CSV_COLUMNS if c != "normal")
+
+_INT = {"ranks", "Nm", "Nd", "Nt", "nrhs", "adjoint", "normal", "fhat_bytes", "base_ranks"}
 _TEXT = {"grid", "sweep", "precision", "device"}
 
 #: Columns that identify a measurement; a new row with the same key replaces the old one.
-ROW_KEY = ("sweep", "device", "precision", "adjoint", "nrhs", "Nm", "Nd", "Nt", "grid")
+ROW_KEY = ("sweep", "device", "precision", "adjoint", "normal", "nrhs", "Nm", "Nd", "Nt", "grid")
 
 
 def parse_grids(text: str) -> list[tuple[int, int]]:
@@ -176,10 +181,12 @@ def scaling_row(result: dict[str, Any], sweep: str) -> dict[str, Any]:
     """A CSV row from a :func:`~fftmatvec.bench.run_bench` result."""
     stages = result["stages"]
     total = int(result.get("fhat_bytes_total", result["fhat_bytes"] * result["ranks"]))
+    normal = bool(result.get("normal"))
     row: dict[str, Any] = {
         "ranks": result["ranks"], "grid": result["grid"], "sweep": sweep,
         "Nm": result["Nm"], "Nd": result["Nd"], "Nt": result["Nt"], "nrhs": result["nrhs"],
-        "precision": result["precision"], "adjoint": int(bool(result["adjoint"])), "device": result["device"],
+        "precision": f"{result['precision']}/{result['adjoint_precision']}" if normal else result["precision"],
+        "adjoint": int(bool(result["adjoint"])), "normal": int(normal), "device": result["device"],
     }
     for s in STAGES:
         row[f"{s}_s"] = float(stages.get(s, 0.0))
@@ -206,9 +213,10 @@ def format_row(row: dict[str, Any]) -> str:
 
 def series_key(row: dict[str, Any]) -> tuple:
     """Rows of one scaling series share this key: the sweep, the base sizes
-    (``Nm`` per rank for weak), precision, direction, device and ``K``."""
+    (``Nm`` per rank for weak), precision, product, device and ``K``."""
     nm = row["Nm"] // row["ranks"] if row["sweep"] == "weak" else row["Nm"]
-    return (row["sweep"], row["device"], row["precision"], row["adjoint"], row["nrhs"], nm, row["Nd"], row["Nt"])
+    return (row["sweep"], row["device"], row["precision"], row["adjoint"], row["normal"], row["nrhs"], nm,
+            row["Nd"], row["Nt"])
 
 
 def add_efficiency(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -234,20 +242,22 @@ def add_efficiency(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def read_csv(path: "str | Path") -> list[dict[str, Any]]:
-    """Rows of a sweep CSV file, with numbers as numbers.  :class:`ConfigError`
-    if its header is not :data:`CSV_COLUMNS`."""
+    """Rows of a sweep CSV file, with numbers as numbers (a file of
+    :data:`CSV_COLUMNS_BEFORE_NORMAL` holds ``F m`` and ``F^T d`` rows only:
+    ``normal`` is 0).  :class:`ConfigError` for any other header."""
     with open(path, newline="") as fh:
         reader = csv.DictReader(fh)
-        if tuple(reader.fieldnames or ()) != CSV_COLUMNS:
+        header = tuple(reader.fieldnames or ())
+        if header not in (CSV_COLUMNS, CSV_COLUMNS_BEFORE_NORMAL):
             raise ConfigError(f"{path}: not a sweep CSV of this version (columns {reader.fieldnames}, "
                               f"expected {', '.join(CSV_COLUMNS)}); write to a new file")
-        return [{k: _parse(k, v) for k, v in row.items()} for row in reader]
+        return [dict({"normal": 0}, **{k: _parse(k, v) for k, v in row.items()}) for row in reader]
 
 
 def _parse(column: str, text: str) -> Any:
     if column in _TEXT:
         return text
-    if column in _INT or column == "adjoint":
+    if column in _INT:
         return int(text)
     return float(text) if text != "" else float("nan")
 
@@ -288,8 +298,8 @@ def update_csv(path: "str | Path", rows: list[dict[str, Any]]) -> list[dict[str,
 
 
 def _label(key: tuple) -> str:
-    sweep, device, precision, adjoint, nrhs, nm, nd, nt = key
-    what = "F^T d" if adjoint else "F m"
+    sweep, device, precision, adjoint, normal, nrhs, nm, nd, nt = key
+    what = "F^T F m" if normal else "F^T d" if adjoint else "F m"
     per = "/rank" if sweep == "weak" else ""
     k = f" K={nrhs}" if nrhs != 1 else ""
     return f"{sweep}: {what} Nm={nm}{per} Nd={nd} Nt={nt}{k} {precision} {device}"

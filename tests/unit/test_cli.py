@@ -123,8 +123,6 @@ def test_bench_normal_usage_errors(capsys):
     assert "--normal" in capsys.readouterr().err
     assert main([*sizes, "--normal", "--adjoint"]) == 2
     assert main([*sizes, "--normal", "--adjoint-precision", "xyz"]) == 2
-    assert main([*sizes, "--normal", "--sweep", "strong"]) == 2
-    assert "one run" in capsys.readouterr().err
 
 
 def test_usage_errors_exit_2(capsys):

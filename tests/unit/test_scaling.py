@@ -8,6 +8,7 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from shelltools import require_mpi, shell_env
@@ -19,12 +20,13 @@ from fftmatvec.scaling import (CSV_COLUMNS, add_efficiency, parse_grids, plot_sc
                                update_csv, write_csv)
 
 PNG = b"\x89PNG\r\n\x1a\n"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def _row(sweep, ranks, grid, time_s, Nm=100, **kw):
     row = {c: 0.0 for c in CSV_COLUMNS}
     row.update(ranks=ranks, grid=grid, sweep=sweep, Nm=Nm, Nd=8, Nt=16, nrhs=1, precision="ddddd", adjoint=0,
-               device="cpu", time_s=time_s, fhat_bytes=1000, base_ranks=ranks, efficiency=float("nan"),
+               normal=0, device="cpu", time_s=time_s, fhat_bytes=1000, base_ranks=ranks, efficiency=float("nan"),
                rel_error=float("nan"), fft_s=time_s / 2, sbgemv_s=time_s / 3)
     row.update(kw)
     return row
@@ -68,6 +70,29 @@ def test_csv_merge_replaces_the_same_measurement(tmp_path):
     assert path.read_text().splitlines()[0] == ",".join(CSV_COLUMNS)
 
 
+def test_csv_from_before_normal_rows_is_read_and_rewritten(tmp_path):
+    """A file written before the ``normal`` column (docs/scaling-cpu.csv) holds
+    ``F m`` and ``F^T d`` rows: read with ``normal = 0``, merged with an
+    ``F^T F m`` series of its own, and rewritten with every column."""
+    path = tmp_path / "old.csv"
+    path.write_text((DOCS / "scaling-cpu.csv").read_text())
+    old = read_csv(path)
+    assert old and all(r["normal"] == 0 for r in old)
+    first = old[0]
+    normal = dict(first, normal=1, precision="ddddd/ddddd", time_s=2 * first["time_s"], ranks=first["ranks"])
+    rows = update_csv(path, [normal])
+    assert len(rows) == len(old) + 1 and path.read_text().splitlines()[0] == ",".join(CSV_COLUMNS)
+    back = read_csv(path)
+    assert sum(r["normal"] for r in back) == 1
+    assert [r for r in back if r["normal"]][0]["efficiency"] == 1.0  # its own series, its own base
+    def efficiencies(rows):
+        return sorted((r["sweep"], r["Nm"], r["grid"], r["efficiency"]) for r in rows)
+
+    kept = efficiencies(r for r in back if not r["normal"])
+    assert [k[:3] for k in kept] == [k[:3] for k in efficiencies(add_efficiency(old))]
+    assert [k[3] for k in kept] == pytest.approx([k[3] for k in efficiencies(add_efficiency(old))], rel=1e-5)
+
+
 def test_csv_of_another_layout_is_refused(tmp_path):
     path = tmp_path / "other.csv"
     path.write_text("ranks,time\n1,0.5\n")
@@ -96,6 +121,23 @@ def test_cli_sweep_in_one_process(tmp_path, capsys):
     assert row["grid"] == "1x1" and row["Nm"] == 9 and row["efficiency"] == 1.0 and row["rel_error"] is None
     assert set(CSV_COLUMNS) <= set(row)
     assert len(read_csv(csv_path)) == 1 and png.read_bytes()[:8] == PNG
+
+
+def test_cli_sweep_of_the_normal_product(tmp_path, capsys):
+    """``--normal --sweep``: ``F^T F m`` rows, the two codes in ``precision``,
+    beside an ``F m`` series in the same file."""
+    csv_path = tmp_path / "sweep.csv"
+    base = ["bench", "--sweep", "strong", "--Nm", "9", "--Nd", "3", "--Nt", "8", "-N", "2", "--check",
+            "--csv", str(csv_path), "--json"]
+    assert main(base) == 0
+    assert main(base + ["--normal", "--precision", "dssdd", "--adjoint-precision", "ddssd"]) == 0
+    out = capsys.readouterr().out
+    assert "sweep of F^T F m" in out
+    (row,) = json.loads(out.strip().splitlines()[-1])["rows"]
+    assert row["normal"] == 1 and row["precision"] == "dssdd/ddssd" and 0 < row["rel_error"] < 1e-5
+    rows = read_csv(csv_path)
+    assert sorted((r["normal"], r["precision"]) for r in rows) == [(0, "ddddd"), (1, "dssdd/ddssd")]
+    assert all(r["efficiency"] == 1.0 for r in rows)
 
 
 def test_cli_sweep_usage_errors(tmp_path, capsys):

@@ -113,8 +113,6 @@ def run(args: argparse.Namespace) -> int:
     if args.sweep is not None:
         if args.grid is not None:
             raise ConfigError("--grid is for one run; a sweep takes --grids LIST")
-        if args.normal:
-            raise ConfigError("--normal is for one run: a sweep's CSV rows are F m or F^T d (--adjoint)")
         return _sweep(args, cfg)
     if args.grids is not None or args.csv is not None or args.plot is not None:
         raise ConfigError("--grids, --csv and --plot need --sweep weak|strong")
@@ -141,8 +139,10 @@ def _sweep(args: argparse.Namespace, cfg) -> int:
     if all(pr * pc > size for pr, pc in grids):
         raise ConfigError(f"--grids {args.grids}: no grid fits in the {ranks} of this launch")
     per = " per rank" if args.sweep == "weak" else ""
-    print(f"{args.sweep} scaling sweep on {ranks}: Nm={args.Nm}{per} Nd={args.Nd} "
-          f"Nt={args.Nt} K={args.nrhs} precision={args.precision} device={args.device}; times of the slowest rank",
+    product = "F^T F m" if args.normal else "F^T d" if args.adjoint else "F m"
+    code = f"{args.precision}/{args.adjoint_precision or args.precision}" if args.normal else args.precision
+    print(f"{args.sweep} scaling sweep of {product} on {ranks}: Nm={args.Nm}{per} Nd={args.Nd} "
+          f"Nt={args.Nt} K={args.nrhs} precision={code} device={args.device}; times of the slowest rank",
           flush=True)
     rows, skipped = run_sweep(cfg, args.sweep, grids, comm=comm, log=lambda line: print(line, flush=True))
     if skipped:
