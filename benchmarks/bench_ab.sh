@@ -14,7 +14,7 @@
 # adjoints with several right-hand sides (`ddssd` with 8 and 16, `ddddd` with 16), with "adjfew" only the big
 # adjoints with 3 and 4 right-hand sides (`ddssd` and `ddddd`), with "fwd2" only the `dssdd` products with 2
 # and 3 right-hand sides at the big and middle sizes, with "k32" only the `dssdd` products with 20-32 right-hand
-# sides at both sizes.  One
+# sides at both sizes, with "normal" only `F^T F m` (`--normal`) at the fixture and middle sizes.  One
 # JSON line per run appended to $2, with "source" ($1 or "tree"), "round" and "command".
 # usage: bash benchmarks/bench_ab.sh e0ec1ac benchmarks/results/h200-bench-ab.jsonl
 #        bash benchmarks/bench_ab.sh FFTMATVEC_L2_PREFETCH_BYTES=0 out.jsonl big
@@ -51,6 +51,8 @@ runs=("$SMALL --precision ddddd" "$SMALL --precision ddddd --adjoint" "$MID --pr
                             "$MID --precision dssdd --nrhs 2" "$MID --precision dssdd --nrhs 3")
 [ "$rows" = k32 ] && runs=("$BIG --precision dssdd --nrhs 24" "$BIG --precision dssdd --nrhs 32"
                            "$MID --precision dssdd --nrhs 20" "$MID --precision dssdd --nrhs 32")
+[ "$rows" = normal ] && runs=("$SMALL --normal --precision ddddd" "$MID --normal --precision ddddd"
+                              "$MID --normal --precision dssdd --adjoint-precision ddssd")
 for round in 1 2; do
   for source in "$rev" tree; do
     src=$PWD/src

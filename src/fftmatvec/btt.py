@@ -165,9 +165,44 @@ class LocalBTT:
         (as :meth:`apply`'s arguments) as a call without arguments, for
         :meth:`~fftmatvec.backend.base.Backend.recorded`: no recordings of
         its own, no host work but the launches."""
-        ws = self.workspace(adjoint, prec, x.shape[2] if x.ndim == 3 else 1)
-        work = self._work(ws, self.Fhat[prec.sbgemv], prec, adjoint)
+        work = self._untimed(adjoint, prec, x.shape[2] if x.ndim == 3 else 1)
         return lambda: work(x, out)
+
+    def normal_launcher(self, second: "LocalBTT", prec: Precision, adjoint_prec: Precision,
+                        K: int) -> Callable[[Array, Array], None]:
+        """``launch(x, z)``: ``z = G^T (F x)``, this engine's forward product
+        of ``x`` (``(nm, Nt, K)``, ``prec``'s pad precision, C-contiguous)
+        in ``prec``, then ``second``'s adjoint product in ``adjoint_prec``
+        into ``z`` (``(nm, Nt, K)``, its reduce precision), the cast between
+        them included: with :meth:`launcher`'s preconditions, one replay of
+        both products where each alone would be replayed.  ``second`` is
+        this engine for ``F^T F``.  The buffer between the passes is this
+        call's own."""
+        be = self.backend
+        forward, adjoint = self._untimed(False, prec, K), second._untimed(True, adjoint_prec, K)
+        y = be.empty((self.nd, self.Nt, K), prec.reduce)
+        x2 = y if prec.reduce == adjoint_prec.pad else be.empty(y.shape, adjoint_prec.pad)
+
+        def work(x: Array, z: Array) -> None:
+            forward(x, y)
+            if x2 is not y:
+                be.copy_into(y, x2)
+            adjoint(x2, z)
+
+        passes = (self.workspace(False, prec, K), second.workspace(True, adjoint_prec, K))
+        if not all(ws.replay for ws in passes):
+            return work
+        if all(ws.direct is not None for ws in passes):  # as workspace(): one-kernel products need no fixed buffers
+            return be.replayer(work)
+        return be.replayer(work, be.empty((self.nm, self.Nt, K), prec.pad),
+                           be.empty((self.nm, self.Nt, K), adjoint_prec.reduce))
+
+    def _untimed(self, adjoint: bool, prec: Precision, K: int) -> Callable[[Array, Array], None]:
+        """``work(x, y)``: the untimed product of ``K`` right-hand sides from
+        ``x`` into ``y`` (as :meth:`apply`'s arguments), with no recordings
+        of its own."""
+        ws = self.workspace(adjoint, prec, K)
+        return self._work(ws, self.Fhat[prec.sbgemv], prec, adjoint)
 
     def _work(self, ws: _Workspace, Fhat: Array, prec: Precision, adjoint: bool) -> Callable[[Array, Array], None]:
         """``work(x, y)``: the untimed product from ``x`` into ``y``, the

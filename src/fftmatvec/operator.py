@@ -34,6 +34,8 @@ _SPARE_MAX_BYTES = 16 << 20
 _SPARE_FHAT_SHARE = 1 / 64
 # Signatures of one-process inputs whose checks and look-ups an operator keeps (_LocalCall).
 _LOCAL_CALLS_MAX = 16
+# The product kind of _local_product for F^T F m (G^T F m): the forward pass, then the adjoint pass.
+_NORMAL = "normal"
 
 Array = Any
 
@@ -121,7 +123,7 @@ class BTTOperator:
             precision, adjoint_precision = self.tuning.forward, self.tuning.adjoint
         self.precision = _precision.parse(precision)
         self.adjoint_precision = _precision.parse(adjoint_precision or precision)
-        self._spares: dict[bool, Any] = {}  # per direction, the next result's array (_LocalCall)
+        self._spares: dict[tuple, Any] = {}  # per product kind, the next result's array (_LocalCall)
         self._local_calls: dict[tuple, _LocalCall] = {}  # per input signature (_local_product)
         # Everything that can fail on one rank only (device, shapes, NaN in a
         # slab, out of memory) is voted on before the first product.
@@ -393,14 +395,9 @@ class BTTOperator:
 
     def _chain(self, m: Array, second: LocalBTT, what: str) -> Array:
         if self._one_process and not isinstance(m, DistVector):
-            # the two local products (their host work is most of a small product's latency: the grid
-            # path below cost F^T F 16-30 us more than matvec then rmatvec, docs/gpu.md); a host array
-            # is checked here, goes to the device once and comes back once
-            v, native = self._checked(m, self.Nm, what)
-            be = self.backend
-            y = self._local_product(v if native else be.asarray(v), adjoint=False, check_values=False)
-            z = self._local_product(y, adjoint=True, engine=second, check_values=False)
-            return z if native else be.to_host(z)
+            # the two local products as one call (their host work is most of a small product's latency:
+            # the grid path below cost F^T F 16-30 us more than matvec then rmatvec, docs/gpu.md)
+            return self._local_product(m, _NORMAL, engine=second)
         fwd, adj = self.precision, self.adjoint_precision
         x, finish, y = self._prepare(m, "param", fwd, what, start=lambda x: self.engine.apply(x, fwd))
         if y is None:
@@ -513,33 +510,39 @@ class BTTOperator:
             return self.backend.copy_as(y, np.float64, shape)
         return self.backend.to_host(y).astype(np.float64).reshape(shape)
 
-    def _local_product(self, v: Array, adjoint: bool, out: Array | None = None, engine: LocalBTT | None = None,
-                       check_values: bool = True) -> Array:
-        """``F v`` or ``F^T v`` in one process, with the checks of the grid path
-        and none of its votes, broadcasts or reductions (the latency of small
-        products is mostly this host-side work), into ``out`` if given.
-        ``engine`` replaces the operator's own (``aux_normal``'s ``G^T``);
-        ``check_values=False`` skips the NaN/Inf check of a checked input.
+    def _local_product(self, v: Array, adjoint: bool | str, out: Array | None = None,
+                       engine: LocalBTT | None = None) -> Array:
+        """``F v``, ``F^T v`` (``adjoint=True``) or ``G^T F v`` (``adjoint=``
+        :data:`_NORMAL`; ``G`` is ``engine``, ``F`` for ``F^T F``) in one
+        process, with the checks of the grid path and none of its votes,
+        broadcasts or reductions (the latency of small products is mostly
+        this host-side work), into ``out`` if given.  ``engine`` replaces the
+        operator's own in an adjoint product (``aux_normal``'s ``G^T``).
 
         What does not change between calls with inputs of one signature (type,
         shape, dtype, strides) is checked and looked up once, by the
         signature's :class:`_LocalCall`."""
         try:
-            call = self._local_calls[adjoint, engine, check_values, type(v), v.shape, v.dtype, v.strides]
+            call = self._local_calls[adjoint, engine, type(v), v.shape, v.dtype, v.strides]
         except (KeyError, AttributeError):  # a signature not seen yet, or not an array
-            v, call = self._local_call(v, adjoint, engine, check_values)
+            v, call = self._local_call(v, adjoint, engine)
         return call(v, out)
 
-    def _local_call(self, v: Array, adjoint: bool, engine: LocalBTT | None,
-                    check_values: bool) -> tuple[Array, "_LocalCall"]:
+    def _local_call(self, v: Array, adjoint: bool | str, engine: LocalBTT | None) -> tuple[Array, "_LocalCall"]:
         """``v`` as an array (its shape checked) and the :class:`_LocalCall` of
         its signature, made and kept (up to :data:`_LOCAL_CALLS_MAX`)."""
-        what = "F^T d" if adjoint else "F m"
-        v, native = self._checked(v, self.Nd if adjoint else self.Nm, what, check_values=False)
-        call = _LocalCall(self, v, native, adjoint, self.engine if engine is None else engine, check_values)
+        second = self.engine if engine is None else engine
+        if adjoint == _NORMAL:
+            passes, n_in = ((self.engine, False), (second, True)), self.Nm
+            what = "F^T F m" if second is self.engine else "G^T F m"
+        else:
+            passes, n_in = ((second, adjoint),), self.Nd if adjoint else self.Nm
+            what = "F^T d" if adjoint else "F m"
+        v, native = self._checked(v, n_in, what, check_values=False)
+        call = _LocalCall(self, v, native, passes, what)
         if len(self._local_calls) >= _LOCAL_CALLS_MAX:
             self._local_calls.clear()
-        self._local_calls[adjoint, engine, check_values, type(v), v.shape, v.dtype, v.strides] = call
+        self._local_calls[adjoint, engine, type(v), v.shape, v.dtype, v.strides] = call
         return v, call
 
     def _check_out(self, out: Array, v: Array, shape: tuple[int, ...], native: bool, what: str) -> None:
@@ -569,35 +572,41 @@ class BTTOperator:
 
 
 class _LocalCall:
-    """One-process products ``F v`` (``F^T v`` with ``adjoint``) of inputs of
-    one signature: array type, shape, dtype and strides
-    (:meth:`BTTOperator._local_product`).
+    """One-process products of inputs of one signature: array type, shape,
+    dtype and strides (:meth:`BTTOperator._local_product`).  ``passes`` is
+    ``((engine, adjoint),)`` for ``F m`` or ``F^T d``, or the forward pass
+    then the adjoint pass of ``F^T F m`` (``G^T F m``).
 
     Made from the first such input, whose shape :meth:`BTTOperator._checked`
     has checked: the result's shape, whether the input must be cast to the
-    pad precision or made contiguous, and the engine's launch are worked out
+    pad precision or made contiguous, and the engines' launch are worked out
     here once.  A call does only what depends on the values or on ``out``:
-    the NaN/Inf check of host values (``check_values``), the check of
-    ``out``, the cast and the launch.  The host time before a middle-size
-    product's launch on a GPU is most of what a waited-for product costs
-    above one queued back to back (docs/gpu.md)."""
+    the NaN/Inf check of host values, the check of ``out``, the cast and the
+    launch.  The host time before a middle-size product's launch on a GPU
+    is most of what a waited-for product costs above one queued back to back
+    (docs/gpu.md)."""
 
-    __slots__ = ("op", "engine", "adjoint", "prec", "what", "native", "check_host_values", "shape", "cast",
-                 "launch", "spare_next")
+    __slots__ = ("op", "passes", "what", "native", "check_host_values", "shape", "cast", "launch",
+                 "spare_key", "spare_next")
 
-    def __init__(self, op: BTTOperator, v: Array, native: bool, adjoint: bool, engine: LocalBTT,
-                 check_values: bool) -> None:
-        self.op, self.engine, self.adjoint, self.native = op, engine, adjoint, native
-        self.prec = op.adjoint_precision if adjoint else op.precision
-        self.what = "F^T d" if adjoint else "F m"
-        self.check_host_values = check_values and isinstance(v, np.ndarray)
-        self.shape = (op.Nm if adjoint else op.Nd, op.Nt) + v.shape[2:]
-        self.cast = not native or v.dtype != self.prec.pad or not v.flags.c_contiguous
-        # a device input and a float64 result: the engine writes the caller's array itself
-        into_caller = native and self.prec.reduce == _F64
+    def __init__(self, op: BTTOperator, v: Array, native: bool, passes: tuple[tuple[LocalBTT, bool], ...],
+                 what: str) -> None:
+        self.op, self.native, self.what = op, native, what
+        self.passes = tuple((engine, adjoint, op.adjoint_precision if adjoint else op.precision)
+                            for engine, adjoint in passes)
+        (first, _, prec), (last, last_adjoint, last_prec) = self.passes[0], self.passes[-1]
+        self.check_host_values = isinstance(v, np.ndarray)
+        self.shape = (op.Nm if last_adjoint else op.Nd, op.Nt) + v.shape[2:]
+        self.cast = not native or v.dtype != prec.pad or not v.flags.c_contiguous
+        # a device input and a float64 result: the engines write the caller's array themselves
+        into_caller = native and last_prec.reduce == _F64
         K = v.shape[2] if v.ndim == 3 else 1
-        self.launch = engine.launcher(adjoint, self.prec, K) if into_caller else None
-        spare_max = max(_SPARE_MAX_BYTES, engine.Fhat[self.prec.sbgemv].nbytes * _SPARE_FHAT_SHARE)
+        self.launch = None
+        if into_caller:
+            self.launch = (last.launcher(last_adjoint, last_prec, K) if len(passes) == 1
+                           else first.normal_launcher(last, prec, last_prec, K))
+        spare_max = max(_SPARE_MAX_BYTES, last.Fhat[last_prec.sbgemv].nbytes * _SPARE_FHAT_SHARE)
+        self.spare_key = (len(passes), last_adjoint)
         self.spare_next = into_caller and np.prod(self.shape) * _F64.itemsize <= spare_max
 
     def __call__(self, v: Array, out: Array | None) -> Array:
@@ -606,18 +615,22 @@ class _LocalCall:
             raise FftmatvecError("input vector contains NaN or Inf")
         if out is not None:
             op._check_out(out, v, self.shape, self.native, self.what)
-        x = be.xp.ascontiguousarray(be.asarray(v, dtype=self.prec.pad)) if self.cast else v
+        x = be.xp.ascontiguousarray(be.asarray(v, dtype=self.passes[0][2].pad)) if self.cast else v
         if self.launch is not None:
             if out is not None:
                 self.launch(x, out)
                 return out
-            spare = op._spares.pop(self.adjoint, None)
+            spare = op._spares.pop(self.spare_key, None)
             y = spare if spare is not None and spare.shape == self.shape else be.empty(self.shape, _F64)
             self.launch(x, y)
-            if self.spare_next:
-                op._spares[self.adjoint] = be.empty(self.shape, _F64)  # the next result's array, made while y's runs
+            if self.spare_next:  # the next result's array, made while y's runs
+                op._spares[self.spare_key] = be.empty(self.shape, _F64)
             return y
-        y = self.engine.apply(x, self.prec, adjoint=self.adjoint)
+        y = x
+        for i, (engine, adjoint, prec) in enumerate(self.passes):
+            if i:  # the forward's result in the adjoint's pad precision
+                y = be.xp.ascontiguousarray(be.asarray(y, dtype=prec.pad))
+            y = engine.apply(y, prec, adjoint=adjoint)
         if out is None:
             return op._result(y, v.ndim == 3, self.native)
         if self.native:

@@ -372,6 +372,23 @@ def test_prepared_normal_product_replays_one_recording(gpu, rng, shape, codes, K
     assert rel_err(cupy.asnumpy(run.out), ref) < tol
 
 
+@pytest.mark.parametrize("codes", [("ddddd", "ddddd"), ("dssdd", "ddssd"), ("sssss", "dssds")])
+@pytest.mark.parametrize("shape", [(15, 289, 10), (13, 41, 100)], ids=["one-kernel", "staged"])
+def test_normal_replays_both_passes_as_one_recording(gpu, rng, shape, codes):
+    """``F.normal`` of a device array in one process runs both passes and the
+    cast between them through one replayer: its recordings give what the
+    two products give one after the other, bit for bit."""
+    nd, nm, nt = shape
+    op = BTTOperator(rng.standard_normal(shape), precision=codes[0], adjoint_precision=codes[1], device=gpu)
+    m = cupy.asarray(rng.standard_normal((nm, nt)))
+    for _ in range(6):  # eager at first, then recorded and replayed as the result arrays come back
+        m[...] = cupy.asarray(rng.standard_normal(m.shape))
+        z = op.normal(m)
+        cupy.testing.assert_array_equal(z, op.rmatvec(op.matvec(m)))
+    (call,) = [c for c in op._local_calls.values() if len(c.passes) == 2]
+    assert call.launch.graphs, call.launch.error
+
+
 def test_recording_falls_back_to_plain_launches(rng):
     """A driver that cannot record programmatic launches: the product is
     recorded with plain launches, which the backend keeps from then on, and

@@ -68,13 +68,15 @@ def test_normal_and_aux_normal(rng):
         BTTOperator(f).aux_normal(m)
 
 
-@pytest.mark.parametrize("code", ["ddddd", "dssdd", "sssss"])
-def test_normal_in_one_process_equals_the_grid_path(rng, code):
-    """F^T F m and G^T F m of arrays run as two local products; the same
-    products of a DistVector still take the grid path: bit for bit equal,
-    for one vector, a batch and a float32 strided view."""
+@pytest.mark.parametrize("codes", [("ddddd", "ddddd"), ("dssdd", "ddssd"), ("sssss", "dssds"), ("ddsss", "sdddd")])
+def test_normal_in_one_process_equals_the_grid_path(rng, codes):
+    """F^T F m and G^T F m of arrays run as one local call of two passes (the
+    cast between them from the forward's result precision to the adjoint's
+    pad precision); the same products of a DistVector still take the grid
+    path: bit for bit equal, for one vector, a batch and a float32 strided
+    view."""
     f, g = rng.standard_normal((5, 9, 7)), rng.standard_normal((5, 9, 7))
-    op = BTTOperator(f, aux=g, precision=code, adjoint_precision=code)
+    op = BTTOperator(f, aux=g, precision=codes[0], adjoint_precision=codes[1])
     inputs = (rng.standard_normal((9, 7)), rng.standard_normal((9, 7, 3)),
               rng.standard_normal((9, 14)).astype(np.float32)[:, ::2])
     for m in inputs:
@@ -300,9 +302,10 @@ def test_results_made_ahead_up_to_a_share_of_fhat(rng, monkeypatch):
     assert 3 * 16 * 8 <= op.engine.Fhat[op.precision.sbgemv].nbytes / 64 < 200 * 16 * 8
     y = op.matvec(rng.standard_normal((200, 16)))
     d = op.rmatvec(rng.standard_normal((3, 16)))
-    assert set(op._spares) == {False}
-    assert op._spares[False].shape == y.shape and not np.may_share_memory(op._spares[False], y)
-    assert d.shape == (200, 16)
+    assert d.shape == (200, 16) and op.normal(rng.standard_normal((200, 16))).shape == (200, 16)
+    forward = (1, False)  # one pass, the forward: F^T d and F^T F m end in results of F^T d's size
+    assert set(op._spares) == {forward}
+    assert op._spares[forward].shape == y.shape and not np.may_share_memory(op._spares[forward], y)
 
 
 def test_inputs_of_a_signature_seen_before_are_checked_and_cast(rng):
