@@ -377,7 +377,9 @@ def test_prepared_normal_product_replays_one_recording(gpu, rng, shape, codes, K
 def test_normal_replays_both_passes_as_one_recording(gpu, rng, shape, codes):
     """``F.normal`` of a device array in one process runs both passes and the
     cast between them through one replayer: its recordings give what the
-    two products give one after the other, bit for bit."""
+    two products give one after the other, bit for bit.  (Where the
+    adjoint's result is not float64, as in ``dssds``, the passes run through
+    each engine's own launches and the result is cast after them.)"""
     nd, nm, nt = shape
     op = BTTOperator(rng.standard_normal(shape), precision=codes[0], adjoint_precision=codes[1], device=gpu)
     m = cupy.asarray(rng.standard_normal((nm, nt)))
@@ -386,7 +388,10 @@ def test_normal_replays_both_passes_as_one_recording(gpu, rng, shape, codes):
         z = op.normal(m)
         cupy.testing.assert_array_equal(z, op.rmatvec(op.matvec(m)))
     (call,) = [c for c in op._local_calls.values() if len(c.passes) == 2]
-    assert call.launch.graphs, call.launch.error
+    if codes[1].endswith("s"):
+        assert call.launch is None
+    else:
+        assert call.launch.graphs, call.launch.error
 
 
 def test_recording_falls_back_to_plain_launches(rng):
