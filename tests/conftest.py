@@ -106,3 +106,63 @@ def benchmark_module(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+# The small 1-D tsunami-style inversion of the tests of `fftmatvec generate` and `fftmatvec invert`.
+SMALL_MODEL = """
+[model]
+dim = 1
+nx = 200
+nt = 60
+param_nx = 40
+n_sensors = 5
+n_qoi = 2
+qoi_x = [0.8, 0.9]
+noise_std = 0.01
+noise_rel = 0.0
+seed = 3
+
+[generate]
+dir = "model"
+"""
+
+INVERT = """
+[operator]
+matrix = "model/p2o"
+qoi_matrix = "model/p2q"
+
+[data]
+observations = "model/d_obs.h5"
+truth = "model/m_true.h5"
+qoi_truth = "model/q_true.h5"
+
+[noise]
+std = 0.01
+
+[prior]
+kind = "{kind}"
+std = 0.005
+correlation_length = 40e3
+
+[solver]
+method = "{method}"
+rtol = 1e-11
+maxiter = {maxiter}
+checkpoint_every = {checkpoint_every}
+rank = 310
+
+[output]
+dir = "{out}"
+plots = {plots}
+"""
+
+
+def write_inversion_config(folder: Path, *, kind="matern", method="cholesky-data", maxiter=2000,
+                 checkpoint_every=0, out="out", plots="false") -> Path:
+    """A config of the small 1-D tsunami-style model (``[model]`` and
+    ``[generate]`` into ``folder/model``) and its inversion into
+    ``folder/out``: ``fftmatvec generate`` and ``fftmatvec invert`` take it."""
+    path = folder / f"{method}-{out}.toml"
+    path.write_text(SMALL_MODEL + INVERT.format(kind=kind, method=method, maxiter=maxiter,
+                                                checkpoint_every=checkpoint_every, out=out, plots=plots))
+    return path

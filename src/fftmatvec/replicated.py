@@ -32,6 +32,7 @@ class ReplicatedOperator:
         self.grid = op.grid
         self.dims, self.dimsd = op.dims, op.dimsd
         self.precision, self.adjoint_precision = op.precision, op.adjoint_precision
+        self.device = op.backend.name  # "cpu" or "gpu": where the products run
 
     @property
     def grid_shape(self) -> list[int]:

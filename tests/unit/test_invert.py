@@ -11,72 +11,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import write_inversion_config
 
 from fftmatvec.cli import main
 from fftmatvec.io import read_vector
 
 REPO = Path(__file__).resolve().parents[2]
 
-SMALL_MODEL = """
-[model]
-dim = 1
-nx = 200
-nt = 60
-param_nx = 40
-n_sensors = 5
-n_qoi = 2
-qoi_x = [0.8, 0.9]
-noise_std = 0.01
-noise_rel = 0.0
-seed = 3
-
-[generate]
-dir = "model"
-"""
-
-INVERT = """
-[operator]
-matrix = "model/p2o"
-qoi_matrix = "model/p2q"
-
-[data]
-observations = "model/d_obs.h5"
-truth = "model/m_true.h5"
-qoi_truth = "model/q_true.h5"
-
-[noise]
-std = 0.01
-
-[prior]
-kind = "{kind}"
-std = 0.005
-correlation_length = 40e3
-
-[solver]
-method = "{method}"
-rtol = 1e-11
-maxiter = {maxiter}
-checkpoint_every = {checkpoint_every}
-rank = 310
-
-[output]
-dir = "{out}"
-plots = {plots}
-"""
-
-
-def write_config(folder: Path, *, kind="matern", method="cholesky-data", maxiter=2000,
-                 checkpoint_every=0, out="out", plots="false") -> Path:
-    path = folder / f"{method}-{out}.toml"
-    path.write_text(SMALL_MODEL + INVERT.format(kind=kind, method=method, maxiter=maxiter,
-                                                checkpoint_every=checkpoint_every, out=out, plots=plots))
-    return path
-
-
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("tsunami")
-    assert main(["generate", str(write_config(folder)), "--quiet"]) == 0
+    assert main(["generate", str(write_inversion_config(folder)), "--quiet"]) == 0
     return folder
 
 
@@ -90,7 +35,7 @@ def test_generate_writes_the_model(model_dir):
 
 
 def test_recovers_truth_and_band_covers_qoi(model_dir):
-    cfg = write_config(model_dir, out="main", plots="true")
+    cfg = write_inversion_config(model_dir, out="main", plots="true")
     assert main(["invert", str(cfg), "--quiet"]) == 0
     s = summary(model_dir, "main")
     assert s["errors"]["map_vs_truth"] < 0.9 * s["errors"]["prior_mean_vs_truth"]
@@ -99,7 +44,7 @@ def test_recovers_truth_and_band_covers_qoi(model_dir):
         assert (model_dir / "main" / name).exists(), name
     _, info = read_vector(model_dir / "main" / "qoi_std.h5", "data")
     assert info.qoi and info.n == 2
-    assert s["sizes"] == {"Nd": 5, "Nm": 40, "Nt": 60, "Nq": 2}
+    assert s["sizes"] == {"Nd": 5, "Nm": 40, "Nt": 60, "Nq": 2} and s["device"] == "cpu"
 
 
 @pytest.mark.parametrize("kind", ["white", "matern"])
@@ -107,7 +52,7 @@ def test_three_methods_agree(model_dir, kind):
     maps, stds = {}, {}
     for method in ("cholesky-data", "cg-data", "cg-parameter"):
         out = f"{kind}-{method}"
-        assert main(["invert", str(write_config(model_dir, kind=kind, method=method, out=out)), "--quiet"]) == 0
+        assert main(["invert", str(write_inversion_config(model_dir, kind=kind, method=method, out=out)), "--quiet"]) == 0
         maps[method] = read_vector(model_dir / out / "map.h5")[0]
         stds[method] = read_vector(model_dir / out / "qoi_std.h5")[0]
         if method != "cholesky-data":
@@ -121,14 +66,14 @@ def test_three_methods_agree(model_dir, kind):
 
 
 def test_checkpoint_resume_equals_uninterrupted(model_dir):
-    full = write_config(model_dir, method="cg-parameter", out="full")
+    full = write_inversion_config(model_dir, method="cg-parameter", out="full")
     assert main(["invert", str(full), "--quiet"]) == 0
     # "interrupted" after 7 iterations with a checkpoint every 3, then resumed
-    cut = write_config(model_dir, method="cg-parameter", out="resumed", maxiter=7, checkpoint_every=3)
+    cut = write_inversion_config(model_dir, method="cg-parameter", out="resumed", maxiter=7, checkpoint_every=3)
     assert main(["invert", str(cut), "--quiet"]) == 0
     assert (model_dir / "resumed" / "checkpoint.npz").exists()
     assert not summary(model_dir, "resumed")["solver"]["cg"]["converged"]
-    again = write_config(model_dir, method="cg-parameter", out="resumed", checkpoint_every=3)
+    again = write_inversion_config(model_dir, method="cg-parameter", out="resumed", checkpoint_every=3)
     assert main(["invert", str(again), "--quiet", "--resume"]) == 0
     a = read_vector(model_dir / "full" / "map.h5")[0]
     b = read_vector(model_dir / "resumed" / "map.h5")[0]
@@ -137,7 +82,7 @@ def test_checkpoint_resume_equals_uninterrupted(model_dir):
 
 
 def test_bad_configs_name_the_key(model_dir, capsys):
-    good = write_config(model_dir).read_text()
+    good = write_inversion_config(model_dir).read_text()
     cases = {
         "[prior]\nkind = \"matern\"": ("[prior]\nkind = \"gauss\"", "prior.kind"),
         "[noise]\nstd = 0.01": ("[noise]\nstd = \"big\"", "noise.std"),
@@ -170,8 +115,8 @@ def test_four_ranks_match_one_process(model_dir):
     # the grid sums partial products in another order: rounding, amplified by
     # the conditioning over a few hundred CG iterations, stays below the tolerances
     for method, tol in (("cholesky-data", 1e-10), ("cg-parameter", 1e-8)):
-        one = write_config(model_dir, method=method, out=f"one-{method}")
-        four = write_config(model_dir, method=method, out=f"four-{method}")
+        one = write_inversion_config(model_dir, method=method, out=f"one-{method}")
+        four = write_inversion_config(model_dir, method=method, out=f"four-{method}")
         assert main(["invert", str(one), "--quiet"]) == 0
         env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
         proc = subprocess.run([mpiexec, "-n", "4", sys.executable, "-m", "fftmatvec", "invert", str(four), "--quiet"],
@@ -184,8 +129,8 @@ def test_four_ranks_match_one_process(model_dir):
 
 
 def test_precision_auto_is_chosen_and_reported(model_dir, model_times):
-    ref = write_config(model_dir, out="auto-ref")
-    cfg = write_config(model_dir, out="auto")
+    ref = write_inversion_config(model_dir, out="auto-ref")
+    cfg = write_inversion_config(model_dir, out="auto")
     cfg.write_text(cfg.read_text().replace("[operator]\n", '[operator]\nprecision = "auto"\ntolerance = 1e-6\n'))
     assert main(["invert", str(ref), "--quiet"]) == 0
     assert main(["invert", str(cfg), "--quiet"]) == 0

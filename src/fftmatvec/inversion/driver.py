@@ -175,6 +175,7 @@ def run_inversion(
         "config": {k: v for k, v in cfg.items() if k != "model"},
         "sizes": {"Nd": Nd, "Nm": Nm, "Nt": Nt, "Nq": Q.dimsd[0] if Q else None},
         "grid": getattr(F, "grid_shape", [1, 1]),
+        "device": getattr(F, "device", "cpu"),
         "precision": {"forward": str(getattr(F, "precision", op_cfg["precision"])),
                       "adjoint": str(getattr(F, "adjoint_precision", op_cfg["precision"]))},
         "solver": {"method": method, "cg": cg_info},
