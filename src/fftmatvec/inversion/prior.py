@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import numpy as np
+import scipy.fft
 import scipy.sparse as sp
-from scipy.sparse.linalg import splu
 
 from fftmatvec.errors import ConfigError
 
@@ -117,8 +117,21 @@ def grid_laplacian(shape: Sequence[int], spacing: Sequence[float]) -> sp.csr_mat
             + sp.kron(sp.eye(nx), neumann_laplacian(ny, hy))).tocsr()
 
 
+def neumann_eigenvalues(n: int, h: float = 1.0) -> Array:
+    """Eigenvalues ``(n,)`` of ``-neumann_laplacian(n, h)``, in the order of the
+    orthonormal DCT-II, whose basis vectors are its eigenvectors."""
+    return (2.0 * np.sin(np.pi * np.arange(n) / (2 * n)) / h) ** 2
+
+
 class MaternFactor:
-    """``S = (delta I - gamma L)^{-1}`` for one grid, factored once.
+    """``S = (delta I - gamma L)^{-1}`` on a 1-D or 2-D grid, ``L`` its Neumann
+    Laplacian (:func:`grid_laplacian`).
+
+    The orthonormal DCT-II along each grid axis diagonalises ``L``, so ``S x``
+    is a transform, a division by ``S^{-1}``'s eigenvalues and the inverse
+    transform: ``O(n log n)`` a column, all columns in one call (a sparse LU
+    solve of the 2-D grid took most of a conjugate gradient iteration on a
+    GPU, docs/inversion.md).
 
     ``kappa^2 = delta / gamma = 8 nu / corr_length^2`` with ``nu = 2 - dim/2``
     (the distance at which the continuous Matérn correlation has fallen to
@@ -128,33 +141,40 @@ class MaternFactor:
 
     Parameters
     ----------
-    L : (n, n) sparse
-        Grid Laplacian.
+    shape : (n,) or (nx, ny)
+        Grid points per axis, C order.
+    spacing : sequence of float
+        Grid spacing per axis.
     corr_length : float, > 0
         In the units of the grid spacing.
     std : float, > 0
-    dim : int
-        Spatial dimension of the grid (1 or 2).
     centre : int
         Index of the point where the variance is normalised.
     """
 
-    def __init__(self, L: sp.spmatrix, corr_length: float, std: float, dim: int,
+    def __init__(self, shape: Sequence[int], spacing: Sequence[float], corr_length: float, std: float,
                  centre: int) -> None:
         if not (corr_length > 0 and std > 0):
             raise ConfigError("Matérn prior needs corr_length > 0 and std > 0")
-        kappa2 = 8.0 * (2.0 - dim / 2.0) / corr_length**2
-        A = (kappa2 * sp.eye(L.shape[0]) - L).tocsc()
-        e = np.zeros(L.shape[0])
-        e[centre] = 1.0
-        c = std / np.linalg.norm(splu(A).solve(e))
+        self.shape = tuple(int(n) for n in shape)
+        kappa2 = 8.0 * (2.0 - len(self.shape) / 2.0) / corr_length**2
+        eig = kappa2 + sum(np.ix_(*(neumann_eigenvalues(n, h) for n, h in zip(self.shape, spacing))))
+        e = np.zeros(self.shape + (1,))
+        e.reshape(-1)[centre] = 1.0
+        c = std / np.linalg.norm(self._transform(self._transform(e) / eig[..., None], inverse=True))
         self.delta, self.gamma = kappa2 / c, 1.0 / c
-        self.A = (A / c).tocsc()
-        self._lu = splu(self.A)
+        self.A = ((kappa2 * sp.eye(int(np.prod(self.shape))) - grid_laplacian(self.shape, spacing)) / c).tocsr()
+        self._eig = (eig / c)[..., None]  # the eigenvalues of S^{-1} = A, broadcast over the columns
+
+    def _transform(self, x: Array, inverse: bool = False) -> Array:
+        """The orthonormal DCT-II (its inverse) along the grid axes of ``x`` (*shape, k)."""
+        axes = tuple(range(len(self.shape)))
+        return (scipy.fft.idctn if inverse else scipy.fft.dctn)(x, type=2, norm="ortho", axes=axes)
 
     def solve(self, x: Array) -> Array:
         """``S x`` for x (n, k): all ``k`` columns in one call."""
-        return self._lu.solve(x)
+        y = self._transform(x.reshape(self.shape + (-1,))) / self._eig
+        return self._transform(y, inverse=True).reshape(x.shape)
 
     def matvec(self, x: Array) -> Array:
         """``S^{-1} x`` for x (n, k)."""
@@ -209,10 +229,9 @@ class MaternPrior(_Sampler):
         centre = int(np.ravel_multi_index(tuple(s // 2 for s in shape), shape))
         self.shape = shape
         self.dims = (int(np.prod(shape)), int(Nt))
-        self.space = MaternFactor(grid_laplacian(shape, spacing), corr_length, std,
-                                  len(shape), centre)
+        self.space = MaternFactor(shape, spacing, corr_length, std, centre)
         self.time = (None if time_corr_length is None else
-                     MaternFactor(neumann_laplacian(Nt, dt), time_corr_length, 1.0, 1, Nt // 2))
+                     MaternFactor((Nt,), (dt,), time_corr_length, 1.0, Nt // 2))
         self.delta, self.gamma = self.space.delta, self.space.gamma
         self.mean = _mean(mean, self.dims)
 

@@ -1,0 +1,60 @@
+"""Time the Matérn prior's square root ``S x`` (two per conjugate gradient
+iteration of ``cg-parameter``) on a parameter grid with many time columns:
+the prior's DCT-diagonalised solve against a sparse LU solve of the same
+``S^{-1} = A`` (SuperLU, how it was solved before stop 61), and their
+difference.  One JSON line per grid to ``--out``.
+
+    python benchmarks/prior_sqrt.py --shape 40 75 --Nt 500 --out benchmarks/results/cpu-prior-sqrt-stop61.jsonl
+"""
+
+import argparse
+import json
+import os
+import platform
+import time
+
+import numpy as np
+from scipy.sparse.linalg import splu
+
+from fftmatvec.inversion.prior import MaternPrior
+
+
+def median_seconds(fn, reps):
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shape", type=int, nargs="+", default=[40, 75], help="parameter grid (nx [ny])")
+    ap.add_argument("--Nt", type=int, default=500, help="time columns")
+    ap.add_argument("--spacing", type=float, default=5e3)
+    ap.add_argument("--corr-length", type=float, default=30e3)
+    ap.add_argument("-N", "--reps", type=int, default=10)
+    ap.add_argument("--out", help="append the JSON line to this file")
+    args = ap.parse_args()
+    prior = MaternPrior(args.shape, args.Nt, std=0.005, corr_length=args.corr_length, spacing=args.spacing)
+    x = np.random.default_rng(0).standard_normal(prior.dims)
+    lu = splu(prior.space.A.tocsc())
+    dct = prior.sqrt(x)
+    ref = lu.solve(x)
+    row = {
+        "what": "prior-sqrt", "shape": args.shape, "Nt": args.Nt, "machine": platform.node(),
+        "cpus": os.cpu_count(),
+        "dct_s": median_seconds(lambda: prior.sqrt(x), args.reps),
+        "splu_solve_s": median_seconds(lambda: lu.solve(x), args.reps),
+        "rel_difference": float(np.linalg.norm(dct - ref) / np.linalg.norm(ref)),
+    }
+    print(json.dumps(row))
+    if args.out:
+        with open(args.out, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()
