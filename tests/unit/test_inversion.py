@@ -316,6 +316,27 @@ def test_qoi_low_rank_full_and_truncated(problem):
     np.testing.assert_allclose(qoi_forecast(Q, problem["m_ref"], low).std, std_r, rtol=1e-2)
 
 
+def test_time_invariant_prior_variance_from_nq_adjoint_products():
+    """diag(Q Gp Q^T) from one adjoint product per QoI row, for priors whose
+    S acts on each time step alike, against the dense product; priors that
+    vary or correlate in time are not taken for such."""
+    from fftmatvec.inversion.qoi import time_invariant_prior_variance
+
+    rng = np.random.default_rng(11)
+    Q = DenseBTT(rng.standard_normal((Nq, 9, Nt)))
+    for prior in (WhitePrior((9, Nt), std=rng.uniform(0.5, 2.0, 9)), MaternPrior(9, Nt, corr_length=2.0)):
+        assert prior.time_invariant
+        Gp = columns(prior.apply, prior.dims)
+        dense = np.diag(Q.A @ Gp @ Q.A.T).reshape(Nq, Nt)
+        calls = []
+        Q.rmatvec = lambda E, rmatvec=Q.rmatvec: calls.append(E.shape[-1]) or rmatvec(E)
+        np.testing.assert_allclose(time_invariant_prior_variance(Q, prior, batch=1), dense, rtol=1e-12)
+        assert calls == [1] * Nq  # Nq products, not Nq * Nt
+        del Q.rmatvec
+    assert not WhitePrior((9, Nt), std=rng.uniform(0.5, 2.0, (9, Nt))).time_invariant
+    assert not MaternPrior(9, Nt, corr_length=2.0, time_corr_length=2.0).time_invariant
+
+
 def test_real_btt_operator_gives_the_same_map_and_bands():
     from fftmatvec import BTTOperator
 

@@ -21,6 +21,7 @@ import numpy as np
 import scipy.fft
 import scipy.sparse as sp
 
+from fftmatvec.backend.cpu import cores_per_rank
 from fftmatvec.errors import ConfigError
 
 Array = np.ndarray
@@ -31,6 +32,9 @@ class Prior(Protocol):
 
     dims: tuple[int, int]
     mean: Array
+    #: ``S`` acts on each time step alike (``S = Ss kron I``): the QoI's prior
+    #: variance then needs no product per QoI entry (:func:`~fftmatvec.inversion.qoi.qoi_forecast`).
+    time_invariant: bool
 
     def apply(self, x: Array) -> Array: ...
     def sqrt(self, x: Array) -> Array: ...
@@ -83,6 +87,7 @@ class WhitePrior(_Sampler):
         if not np.all(self.std > 0):
             raise ConfigError("prior std must be > 0")
         self.mean = _mean(mean, self.dims)
+        self.time_invariant = self.std.ndim < 2 or self.std.shape[1] == 1
 
     def apply(self, x: Array) -> Array:
         """``Gp x``; x (Nm, Nt[, K])."""
@@ -157,6 +162,7 @@ class MaternFactor:
         if not (corr_length > 0 and std > 0):
             raise ConfigError("Matérn prior needs corr_length > 0 and std > 0")
         self.shape = tuple(int(n) for n in shape)
+        self.workers = cores_per_rank()  # threads of the transforms, as the CPU backend's
         kappa2 = 8.0 * (2.0 - len(self.shape) / 2.0) / corr_length**2
         eig = kappa2 + sum(np.ix_(*(neumann_eigenvalues(n, h) for n, h in zip(self.shape, spacing))))
         e = np.zeros(self.shape + (1,))
@@ -169,7 +175,8 @@ class MaternFactor:
     def _transform(self, x: Array, inverse: bool = False) -> Array:
         """The orthonormal DCT-II (its inverse) along the grid axes of ``x`` (*shape, k)."""
         axes = tuple(range(len(self.shape)))
-        return (scipy.fft.idctn if inverse else scipy.fft.dctn)(x, type=2, norm="ortho", axes=axes)
+        return (scipy.fft.idctn if inverse else scipy.fft.dctn)(x, type=2, norm="ortho", axes=axes,
+                                                                 workers=self.workers)
 
     def solve(self, x: Array) -> Array:
         """``S x`` for x (n, k): all ``k`` columns in one call."""
@@ -234,6 +241,7 @@ class MaternPrior(_Sampler):
                      MaternFactor((Nt,), (dt,), time_corr_length, 1.0, Nt // 2))
         self.delta, self.gamma = self.space.delta, self.space.gamma
         self.mean = _mean(mean, self.dims)
+        self.time_invariant = self.time is None
 
     def sqrt(self, x: Array) -> Array:
         """``S x``; x (Nm, Nt[, K])."""
