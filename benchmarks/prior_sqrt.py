@@ -11,22 +11,20 @@ import argparse
 import json
 import os
 import platform
-import time
 
 import numpy as np
+from fft_libraries import median_ms
 from scipy.sparse.linalg import splu
 
 from fftmatvec.inversion.prior import MaternPrior
 
 
-def median_seconds(fn, reps):
-    fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+def emit(row: dict, out: str | None) -> None:
+    """Print ``row`` as one JSON line, and append it to ``out`` if given."""
+    print(json.dumps(row))
+    if out:
+        with open(out, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
 
 
 def main():
@@ -46,14 +44,11 @@ def main():
     row = {
         "what": "prior-sqrt", "shape": args.shape, "Nt": args.Nt, "machine": platform.node(),
         "cpus": os.cpu_count(),
-        "dct_s": median_seconds(lambda: prior.sqrt(x), args.reps),
-        "splu_solve_s": median_seconds(lambda: lu.solve(x), args.reps),
+        "dct_s": median_ms(lambda: prior.sqrt(x), args.reps) / 1e3,
+        "splu_solve_s": median_ms(lambda: lu.solve(x), args.reps) / 1e3,
         "rel_difference": float(np.linalg.norm(dct - ref) / np.linalg.norm(ref)),
     }
-    print(json.dumps(row))
-    if args.out:
-        with open(args.out, "a") as fh:
-            fh.write(json.dumps(row) + "\n")
+    emit(row, args.out)
 
 
 if __name__ == "__main__":

@@ -10,12 +10,12 @@ grid and a random ``Q`` on the CPU backend; one JSON line to ``--out``.
 """
 
 import argparse
-import json
 import platform
 import time
 from types import SimpleNamespace
 
 import numpy as np
+from prior_sqrt import emit
 
 from fftmatvec import BTTOperator
 from fftmatvec.inversion.prior import MaternPrior
@@ -55,10 +55,7 @@ def main():
     row = {"what": "qoi-prior-variance", "grid": args.grid, "Nq": args.Nq, "Nt": args.Nt, "batch": args.batch,
            "machine": platform.node(), "time_invariant_s": fast_s, "per_entry_s": per_entry_s,
            "rel_difference": float(np.linalg.norm(np.sqrt(fast) - per_entry.std) / np.linalg.norm(per_entry.std))}
-    print(json.dumps(row))
-    if args.out:
-        with open(args.out, "a") as fh:
-            fh.write(json.dumps(row) + "\n")
+    emit(row, args.out)
 
 
 if __name__ == "__main__":
