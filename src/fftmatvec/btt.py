@@ -168,16 +168,15 @@ class LocalBTT:
         work = self._untimed(adjoint, prec, x.shape[2] if x.ndim == 3 else 1)
         return lambda: work(x, out)
 
-    def normal_launcher(self, second: "LocalBTT", prec: Precision, adjoint_prec: Precision,
-                        K: int) -> Callable[[Array, Array], None]:
-        """``launch(x, z)``: ``z = G^T (F x)``, this engine's forward product
-        of ``x`` (``(nm, Nt, K)``, ``prec``'s pad precision, C-contiguous)
-        in ``prec``, then ``second``'s adjoint product in ``adjoint_prec``
-        into ``z`` (``(nm, Nt, K)``, its reduce precision), the cast between
-        them included: with :meth:`launcher`'s preconditions, one replay of
-        both products where each alone would be replayed.  ``second`` is
-        this engine for ``F^T F``.  The buffer between the passes is this
-        call's own."""
+    def normal_work(self, second: "LocalBTT", prec: Precision, adjoint_prec: Precision,
+                    K: int) -> Callable[[Array, Array], None]:
+        """``work(x, z)``: ``z = G^T (F x)``, this engine's forward product of
+        ``x`` (``(nm, Nt, K)``, ``prec``'s pad precision, C-contiguous) in
+        ``prec``, then ``second``'s adjoint product in ``adjoint_prec`` into
+        ``z`` (``(nm, Nt, K)``, its reduce precision), the cast between them
+        included, with no recordings of its own (as :meth:`product`).
+        ``second`` is this engine for ``F^T F``.  The buffer between the
+        passes is this call's own."""
         be = self.backend
         forward, adjoint = self._untimed(False, prec, K), second._untimed(True, adjoint_prec, K)
         y = be.empty((self.nd, self.Nt, K), prec.reduce)
@@ -189,6 +188,15 @@ class LocalBTT:
                 be.copy_into(y, x2)
             adjoint(x2, z)
 
+        return work
+
+    def normal_launcher(self, second: "LocalBTT", prec: Precision, adjoint_prec: Precision,
+                        K: int) -> Callable[[Array, Array], None]:
+        """``launch(x, z)``: :meth:`normal_work` with :meth:`launcher`'s
+        preconditions, one replay of both products where each alone would be
+        replayed."""
+        be = self.backend
+        work = self.normal_work(second, prec, adjoint_prec, K)
         passes = (self.workspace(False, prec, K), second.workspace(True, adjoint_prec, K))
         if not all(ws.replay for ws in passes):
             return work

@@ -358,26 +358,23 @@ class BTTOperator:
             out = be.empty(shape, _F64)
         else:
             self._check_out(out, v, shape, True, what)
-        passes = [(self.precision, False), (self.adjoint_precision, True)] if normal else \
-            [(self.adjoint_precision if adjoint else self.precision, adjoint)]
-        steps: list[Callable[[], None]] = []
-        x = v
-        for i, (prec, adj) in enumerate(passes):  # each pass casts its input as matvec/rmatvec would
-            if x.dtype != prec.pad or not x.flags.c_contiguous:
-                x_pad = be.empty(x.shape, prec.pad)
-                steps.append(functools.partial(be.copy_into, x, x_pad))
-                x = x_pad
-            last = i == len(passes) - 1
-            y_shape = shape if last else (self.Nm if adj else self.Nd, self.Nt) + v.shape[2:]
-            y = out if last and prec.reduce == _F64 else be.empty(y_shape, prec.reduce)
-            steps.append(self.engine.product(x, prec, adj, y))
-            x = y
-        if x is not out:
-            steps.append(functools.partial(be.copy_into, x, out))
+        first = self.adjoint_precision if adjoint else self.precision
+        last = self.adjoint_precision if adjoint or normal else self.precision
+        x = v if v.dtype == first.pad and v.flags.c_contiguous else be.empty(v.shape, first.pad)
+        y = out if last.reduce == _F64 else be.empty(shape, last.reduce)
+        if normal:
+            K = v.shape[2] if v.ndim == 3 else 1
+            chain = self.engine.normal_work(self.engine, self.precision, self.adjoint_precision, K)
+            product = functools.partial(chain, x, y)
+        else:
+            product = self.engine.product(x, first, adjoint, y)
 
         def work() -> None:
-            for step in steps:
-                step()
+            if x is not v:
+                be.copy_into(v, x)
+            product()
+            if y is not out:
+                be.copy_into(y, out)
 
         return PreparedProduct(be.recorded(work), v, out)
 
