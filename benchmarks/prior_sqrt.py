@@ -1,8 +1,11 @@
 """Time the Matérn prior's square root ``S x`` (two per conjugate gradient
 iteration of ``cg-parameter``) on a parameter grid with many time columns:
-the prior's DCT-diagonalised solve against a sparse LU solve of the same
-``S^{-1} = A`` (SuperLU, how it was solved before stop 61), and their
-difference.  One JSON line per grid to ``--out``.
+the prior's DCT-diagonalised solve, on the host or (``--device gpu``) with
+the vectors on the GPU, with its short axes transformed by DCT-matrix
+products (``dct_s``, since stop 62) and with every axis by the FFT-based
+transform (``fft_dct_s``, ``DENSE_DCT_MAX = 0``), against a sparse LU solve of
+the same ``S^{-1} = A`` on the host (SuperLU, how it was solved before stop
+61), and their difference.  One JSON line per grid to ``--out``.
 
     python benchmarks/prior_sqrt.py --shape 40 75 --Nt 500 --out benchmarks/results/cpu-prior-sqrt-stop61.jsonl
 """
@@ -11,12 +14,31 @@ import argparse
 import json
 import os
 import platform
+import time
 
 import numpy as np
+import scipy.sparse as sp
 from fft_libraries import median_ms
 from scipy.sparse.linalg import splu
 
+from fftmatvec.backend import arrays, get_backend
+from fftmatvec.backend.arrays import to_host
 from fftmatvec.inversion.prior import MaternPrior
+
+
+def neumann_laplacian(n: int, h: float) -> sp.csr_matrix:
+    """Second differences with zero-flux ends, spacing ``h``: the matrix the prior's DCT diagonalises."""
+    main = np.full(n, -2.0)
+    main[[0, -1]] += 1.0
+    return sp.diags([np.ones(n - 1), main, np.ones(n - 1)], [-1, 0, 1]) / h**2
+
+
+def sparse_inverse_sqrt(prior: MaternPrior, spacing: float) -> sp.csc_matrix:
+    """``S^{-1} = delta I - gamma L`` of the prior's spatial factor, ``L`` the grid's sparse Laplacian."""
+    laplacians = [neumann_laplacian(n, spacing) for n in prior.shape]
+    L = laplacians[0] if len(laplacians) == 1 else (sp.kron(laplacians[0], sp.eye(prior.shape[1]))
+                                                    + sp.kron(sp.eye(prior.shape[0]), laplacians[1]))
+    return (prior.delta * sp.eye(prior.dims[0]) - prior.gamma * L).tocsc()
 
 
 def emit(row: dict, out: str | None) -> None:
@@ -34,17 +56,42 @@ def main():
     ap.add_argument("--spacing", type=float, default=5e3)
     ap.add_argument("--corr-length", type=float, default=30e3)
     ap.add_argument("-N", "--reps", type=int, default=10)
+    ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="where the prior's vectors live")
+    ap.add_argument("--dense-max", type=int, default=arrays.DENSE_DCT_MAX,
+                    help="longest axis transformed by the DCT matrix in dct_s (default: the library's)")
     ap.add_argument("--out", help="append the JSON line to this file")
     args = ap.parse_args()
-    prior = MaternPrior(args.shape, args.Nt, std=0.005, corr_length=args.corr_length, spacing=args.spacing)
+    backend = get_backend(args.device)
+    prior = MaternPrior(args.shape, args.Nt, std=0.005, corr_length=args.corr_length, spacing=args.spacing,
+                        xp=backend.xp)
     x = np.random.default_rng(0).standard_normal(prior.dims)
-    lu = splu(prior.space.A.tocsc())
-    dct = prior.sqrt(x)
+    x_device = backend.xp.asarray(x)
+    lu = splu(sparse_inverse_sqrt(prior, args.spacing))
     ref = lu.solve(x)
+
+    def sqrt_seconds(dense_max: int) -> float:
+        arrays.DENSE_DCT_MAX = dense_max
+        start = time.perf_counter()
+        prior.sqrt(x_device)
+        backend.synchronize()
+        return time.perf_counter() - start
+
+    dense_max, default = args.dense_max, arrays.DENSE_DCT_MAX
+    sqrt_seconds(0)
+    fft_dct = to_host(prior.sqrt(x_device))
+    times = {m: [] for m in (dense_max, 0)}
+    for _ in range(args.reps):  # in turns, so that both see the same machine
+        for m in times:
+            times[m].append(sqrt_seconds(m))
+    arrays.DENSE_DCT_MAX = dense_max
+    dct = to_host(prior.sqrt(x_device))
+    arrays.DENSE_DCT_MAX = default
+    dct_s, fft_dct_s = (float(np.median(times[m])) for m in (dense_max, 0))
     row = {
         "what": "prior-sqrt", "shape": args.shape, "Nt": args.Nt, "machine": platform.node(),
-        "cpus": os.cpu_count(),
-        "dct_s": median_ms(lambda: prior.sqrt(x), args.reps) / 1e3,
+        "cpus": os.cpu_count(), "device": args.device, "dense_dct_max": dense_max,
+        "dct_s": dct_s, "fft_dct_s": fft_dct_s,
+        "dct_vs_fft_dct": float(np.linalg.norm(dct - fft_dct) / np.linalg.norm(fft_dct)),
         "splu_solve_s": median_ms(lambda: lu.solve(x), args.reps) / 1e3,
         "rel_difference": float(np.linalg.norm(dct - ref) / np.linalg.norm(ref)),
     }

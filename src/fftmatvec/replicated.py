@@ -3,7 +3,10 @@
 The inversion keeps its vectors whole on every rank (they are small next to
 ``Fhat``) so that priors, solvers and outputs are those of one process, while
 the products, the expensive part, are shared by the process grid: each rank
-applies its slab and the result is gathered back to every rank.
+applies its slab and the result is gathered back to every rank.  With the GPU
+backend the vectors stay on the rank's GPU (``xp`` is CuPy): on one rank a
+product neither reads nor writes host memory; on more the gather goes through
+the host.
 """
 
 from __future__ import annotations
@@ -22,9 +25,14 @@ class ReplicatedOperator:
     op : BTTOperator
         Built on any grid.
 
-    Every method takes and returns whole SOTI arrays, the same on every rank:
-    ``matvec`` (Nm, Nt[, K]) -> (Nd, Nt[, K]), ``rmatvec`` and ``normal``
-    likewise.  Collective: every rank calls every method.
+    Every method takes and returns whole SOTI arrays of ``xp``, the same on
+    every rank: ``matvec`` (Nm, Nt[, K]) -> (Nd, Nt[, K]), ``rmatvec`` and
+    ``normal`` likewise.  Collective: every rank calls every method.
+
+    Attributes
+    ----------
+    xp : module
+        The backend's array module (NumPy, or CuPy for the GPU backend).
     """
 
     def __init__(self, op: BTTOperator) -> None:
@@ -33,6 +41,7 @@ class ReplicatedOperator:
         self.dims, self.dimsd = op.dims, op.dimsd
         self.precision, self.adjoint_precision = op.precision, op.adjoint_precision
         self.device = op.backend.name  # "cpu" or "gpu": where the products run
+        self.xp = op.backend.xp
 
     @property
     def grid_shape(self) -> list[int]:
@@ -41,7 +50,7 @@ class ReplicatedOperator:
     def _apply(self, method, v: np.ndarray, space: str) -> np.ndarray:
         if self.grid.size == 1:
             return method(v)
-        return method(DistVector.from_global(v, self.grid, space)).gather(root=None)
+        return self.xp.asarray(method(DistVector.from_global(v, self.grid, space)).gather(root=None))
 
     def matvec(self, m: np.ndarray) -> np.ndarray:
         return self._apply(self.op.matvec, m, "param")

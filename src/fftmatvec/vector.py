@@ -28,23 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from .backend.arrays import array_module, to_host
 from .errors import ConfigError, collective
 from .grid import SerialGrid
 
 Array = Any
-
-
-def _xp(a: Any):
-    """The array module of ``a`` (NumPy or CuPy) without importing CuPy otherwise."""
-    if type(a).__module__.split(".")[0] == "cupy":
-        import cupy
-
-        return cupy
-    return np
-
-
-def _to_host(a: Any) -> np.ndarray:
-    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
 
 
 class DistVector:
@@ -106,10 +94,10 @@ class DistVector:
         if Nt_ is None:
             raise ConfigError("DistVector: Nt unknown (no rank holds blocks); pass Nt=")
         if holds:
-            xp = _xp(local)
+            xp = array_module(local)
             local = local if local.dtype.kind == "f" else xp.asarray(local, dtype=np.float64)
         else:
-            xp = _xp(local) if local is not None else np
+            xp = array_module(local) if local is not None else np
             local = xp.empty((0, Nt_) + ((K,) if K is not None else ()), dtype=np.float64)
         self._set(local, grid, space, n, Nt_, K, qoi)
 
@@ -162,7 +150,7 @@ class DistVector:
             local = full[start:start + count].copy()
             local = local if local.dtype.kind == "f" else local.astype(np.float64)
         else:
-            local = _xp(full).empty((0,) + shape[1:], dtype=np.float64)
+            local = array_module(full).empty((0,) + shape[1:], dtype=np.float64)
         return cls._wrap(local, grid, space, n, shape[1], shape[2] if len(shape) == 3 else None, qoi)
 
     @classmethod
@@ -175,7 +163,7 @@ class DistVector:
         is_root = grid.rank == root
         with collective(grid.comm, "scattering a vector") as vote:
             if is_root:
-                full = np.ascontiguousarray(_to_host(full))
+                full = np.ascontiguousarray(to_host(full))
                 if full.ndim not in (2, 3) or full.dtype.kind not in "fiu":
                     raise ConfigError(f"scatter: a {space}-space vector must be a real (n, Nt) or "
                                       f"(n, Nt, K) array, got {full.dtype} of shape {full.shape}")
@@ -245,7 +233,7 @@ class DistVector:
         counts = [0] * self.grid.size
         for rank, _, count in self.grid.holder_blocks(self.space, self.n):
             counts[rank] = count * per_block
-        send = np.ascontiguousarray(_to_host(self.local))
+        send = np.ascontiguousarray(to_host(self.local))
         recv = None
         if root is None or self.grid.rank == root:
             recv = np.empty(self.shape, dtype=send.dtype)
@@ -273,7 +261,7 @@ class DistVector:
         """Euclidean inner product over all entries (all ``K`` columns
         together); the same float on every rank (one all-reduce)."""
         self._check_compatible(other)
-        xp = _xp(self.local)
+        xp = array_module(self.local)
         local = float(xp.vdot(self.local.reshape(-1), other.local.reshape(-1))) if self.local.size else 0.0
         return float(self._sum(np.array([local]))[0])
 
@@ -287,8 +275,8 @@ class DistVector:
         self._check_compatible(other, same_k=False)
         if self.K is None or other.K is None:
             raise ConfigError("gram needs batched (n, Nt, K) vectors")
-        X = _to_host(self.local).reshape(-1, self.K)
-        Y = _to_host(other.local).reshape(-1, other.K)
+        X = to_host(self.local).reshape(-1, self.K)
+        Y = to_host(other.local).reshape(-1, other.K)
         return self._sum(X.T @ Y)
 
     # -- arithmetic --------------------------------------------------------------------
@@ -304,7 +292,7 @@ class DistVector:
         return self._like(self.local.copy())
 
     def zeros_like(self) -> "DistVector":
-        return self._like(_xp(self.local).zeros_like(self.local))
+        return self._like(array_module(self.local).zeros_like(self.local))
 
     def axpy(self, a: float, x: "DistVector") -> "DistVector":
         """``self += a * x`` in place; return ``self``."""

@@ -1,6 +1,7 @@
 """The inversion on the GPU (``fftmatvec invert --device gpu``): the MAP point
 and the QoI band the CPU gives, with every product of ``F``, ``F^T``,
-``F^T F`` and ``Q`` on the device.  Skipped without CuPy or a GPU."""
+``F^T F`` and ``Q``, the priors and the solvers' vectors on the device.
+Skipped without CuPy or a GPU."""
 
 from __future__ import annotations
 
@@ -13,7 +14,18 @@ from gputools import require_gpu
 
 require_gpu()
 
+from fftmatvec import BTTOperator, ReplicatedOperator  # noqa: E402
+from fftmatvec.backend.arrays import to_host  # noqa: E402
 from fftmatvec.cli import main  # noqa: E402
+from fftmatvec.inversion import (  # noqa: E402
+    DataSpaceCholesky,
+    LowRankPosterior,
+    MaternPrior,
+    WhiteNoise,
+    WhitePrior,
+    qoi_forecast,
+    solve_map,
+)
 from fftmatvec.io import read_vector  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -40,3 +52,54 @@ def test_inversion_on_the_gpu_equals_the_cpu(model_dir, method, tol):
         assert summary["device"] == device, summary.get("device")
     for cpu, gpu in zip(results["cpu"], results["gpu"]):
         assert np.linalg.norm(gpu - cpu) <= tol * np.linalg.norm(cpu)
+
+
+PRIORS = {
+    "white": lambda xp: WhitePrior((12, 7), std=np.linspace(0.5, 1.5, 12)[:, None], mean=0.3, xp=xp),
+    "matern-1d": lambda xp: MaternPrior(12, 7, std=1.3, corr_length=2.0, mean=0.3, xp=xp),
+    "matern-2d-time": lambda xp: MaternPrior((3, 4), 7, std=1.3, corr_length=2.0, time_corr_length=3.0,
+                                             mean=np.linspace(-1, 1, 12)[:, None], xp=xp),
+    # a grid axis longer than DENSE_DCT_MAX: the FFT-based DCT of cupyx
+    "matern-2d-long": lambda xp: MaternPrior((2, 300), 7, std=1.3, corr_length=20.0, xp=xp),
+}
+
+
+@pytest.mark.parametrize("kind", PRIORS)
+def test_a_prior_on_the_gpu_equals_the_host(kind):
+    cupy = require_gpu()
+    host, device = PRIORS[kind](np), PRIORS[kind](cupy)
+    x = np.random.default_rng(5).standard_normal(host.dims + (3,))
+    for method in ("sqrt", "apply", "inv"):
+        y = getattr(device, method)(cupy.asarray(x))
+        assert isinstance(y, cupy.ndarray), method
+        np.testing.assert_allclose(y.get(), getattr(host, method)(x), rtol=1e-12, atol=1e-12 * abs(y).max().item())
+    draw = device.sample(np.random.default_rng(9), K=2)
+    assert isinstance(draw, cupy.ndarray)
+    np.testing.assert_allclose(draw.get(), host.sample(np.random.default_rng(9), K=2), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("method", ["cg-parameter", "cg-data", "cholesky-data"])
+def test_the_inversion_keeps_its_vectors_on_the_gpu(method):
+    # operator, prior, noise and data on the GPU: every solver and the QoI band return device arrays,
+    # equal to the host's; the per-entry noise std lives on the device too
+    cupy = require_gpu()
+    rng = np.random.default_rng(11)
+    decay = np.exp(-np.arange(7) / 2.0)
+    f, q = rng.standard_normal((3, 12, 7)) * decay, rng.standard_normal((2, 12, 7)) * decay
+    d = rng.standard_normal((3, 7))
+    results = {}
+    for xp, device in ((np, "cpu"), (cupy, "gpu")):
+        F, Q = (ReplicatedOperator(BTTOperator(a, device=device)) for a in (f, q))
+        assert F.xp is xp
+        prior = PRIORS["matern-1d"](xp)
+        noise = WhiteNoise.relative(xp.asarray(d), 0.05, per_entry=True)
+        options = {} if method == "cholesky-data" else dict(rtol=1e-12, maxiter=200)
+        result = solve_map(F, prior, noise, xp.asarray(d), method=method, **options)
+        posterior = (DataSpaceCholesky(F, prior, noise) if method == "cholesky-data"
+                     else LowRankPosterior(F, prior, noise, 21, rng=np.random.default_rng(0)))
+        forecast = qoi_forecast(Q, result.m, posterior)
+        for value in (result.m, forecast.mean, forecast.std, noise.std):
+            assert isinstance(value, xp.ndarray)
+        results[device] = [to_host(v) for v in (result.m, forecast.mean, forecast.std)]
+    for cpu, gpu in zip(results["cpu"], results["gpu"]):
+        assert np.linalg.norm(gpu - cpu) <= 1e-9 * np.linalg.norm(cpu)

@@ -2,8 +2,10 @@
 
 Priors and noise (:mod:`.prior`, :mod:`.noise`), CG with an injectable inner
 product and checkpoints (:mod:`.cg`), three MAP solvers (:mod:`.solve`) and
-QoI forecasts with posterior bands (:mod:`.qoi`).  No MPI or CuPy here: the
-distributed version passes its reductions in as ``inner`` / ``gram``.
+QoI forecasts with posterior bands (:mod:`.qoi`).  No MPI here: the
+distributed version passes its reductions in as ``inner`` / ``gram``.  The
+vectors are NumPy or CuPy arrays (a prior's ``xp`` says which), worked on
+where they are through :mod:`fftmatvec.backend.arrays`.
 """
 
 from fftmatvec.inversion.cg import CGResult, cg, dot, gram

@@ -6,6 +6,9 @@ scalars returned by ``inner``.  With ``inner`` an all-reduced dot product over
 the blocks a rank holds, the same code runs distributed and all ranks take the
 same branches.
 
+Vectors may be NumPy or CuPy arrays: the solver keeps them where ``b`` is
+(a checkpoint holds host copies).
+
 Stopping rule: ``||r_k|| <= rtol * ||b||`` with ``r_k`` the recursively
 updated residual and ``||.|| = sqrt(inner(., .))`` (the plain Euclidean norm by
 default, not the preconditioned norm).
@@ -21,34 +24,36 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from fftmatvec.backend.arrays import array_module, to_host
 from fftmatvec.errors import ConfigError, FftmatvecError
 
-Array = np.ndarray
+Array = Any  # a NumPy or CuPy array
 Inner = Callable[[Array, Array], float]
 Callback = Callable[[int, float, float], None]
 
 
 def dot(x: Array, y: Array) -> float:
     """Euclidean inner product over all entries of ``x`` and ``y`` (any shape)."""
-    return float(np.vdot(x, y))
+    return float(array_module(x).vdot(x, y))
 
 
-def gram(X: Array, Y: Array) -> Array:
+def gram(X: Array, Y: Array) -> np.ndarray:
     """Block inner product ``X^T Y`` summed over all axes but the last.
 
     Parameters
     ----------
     X : (..., k) float64
-    Y : (..., l) float64, same leading shape as ``X``
+    Y : (..., l) float64, same leading shape and module as ``X``
 
     Returns
     -------
-    (k, l) float64
+    (k, l) float64, NumPy (a small matrix, for the host's eigensolvers)
     """
-    return X.reshape(-1, X.shape[-1]).T @ Y.reshape(-1, Y.shape[-1])
+    return to_host(X.reshape(-1, X.shape[-1]).T @ Y.reshape(-1, Y.shape[-1]))
 
 
 @dataclass
@@ -150,7 +155,7 @@ def cg(
     if resume is not None:
         x, r, p, rz, it, residuals, before = _load(resume, b, bnorm)
     else:
-        x = np.zeros_like(b) if x0 is None else x0
+        x = array_module(b).zeros_like(b) if x0 is None else x0
         r = b if x0 is None else b - A(x0)
         p = r if M is None else M(r)
         rr = inner(r, r)
@@ -179,7 +184,7 @@ def cg(
         residuals.append(math.sqrt(rr))
         elapsed = before + time.perf_counter() - start
         if checkpoint_every and it % checkpoint_every == 0:
-            _save(checkpoint, x=x, r=r, p=p, rz=rz, iteration=it, residuals=residuals,
+            _save(checkpoint, x=to_host(x), r=to_host(r), p=to_host(p), rz=rz, iteration=it, residuals=residuals,
                   bnorm=bnorm, elapsed=elapsed)
         if callback is not None:
             callback(it, residuals[-1], elapsed)
@@ -214,7 +219,8 @@ def _save(path: str | os.PathLike, **state) -> None:
 
 
 def _load(path: str | os.PathLike, b: Array, bnorm: float):
-    """Read a checkpoint of :func:`cg` for right-hand side ``b``."""
+    """Read a checkpoint of :func:`cg` for right-hand side ``b``; the vectors
+    come back in ``b``'s module."""
     try:
         with np.load(path) as z:
             state = {k: z[k] for k in z.files}
@@ -228,4 +234,5 @@ def _load(path: str | os.PathLike, b: Array, bnorm: float):
         raise FftmatvecError(
             f"cg: checkpoint {path} was written for another right-hand side "
             f"(shape {x.shape}, ||b|| = {saved_bnorm!r}; now {b.shape}, {bnorm!r})")
-    return x, r, p, rz, it, residuals, elapsed
+    xp = array_module(b)
+    return xp.asarray(x), xp.asarray(r), xp.asarray(p), rz, it, residuals, elapsed

@@ -9,7 +9,8 @@ Under MPI the operators are distributed over the process grid (each rank
 holds its slab of ``Fhat`` and does its share of every product) while the
 inversion's vectors are replicated on every rank (see
 :class:`ReplicatedOperator`), so the solvers, priors and outputs are those of
-one process.
+one process.  The vectors live where the products run (the operator's
+``xp``: on the GPU with ``--device gpu``) and come to the host to be written.
 """
 
 from __future__ import annotations
@@ -17,26 +18,28 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable
 
 import numpy as np
 
+from ..backend.arrays import to_host
 from ..errors import ConfigError
 from ..io import atomic_path, read_attrs, read_meta, read_vector, write_vector
 from ..io.meta import block_path
 from .cg import dot, gram
 from .noise import WhiteNoise
 from .prior import MaternPrior, WhitePrior
-from .qoi import LowRankPosterior, qoi_forecast
+from .qoi import LowRankPosterior, QoIForecast, qoi_forecast
 from .solve import DataSpaceCholesky, solve_map
 
 Log = Callable[[str], None]
 
 
-def _prior(cfg: dict, matrix: str, Nm: int, Nt: int, m0: Any):
+def _prior(cfg: dict, matrix: str, Nm: int, Nt: int, m0: Any, xp: ModuleType):
     p = cfg["prior"]
     if p["kind"] == "white":
-        return WhitePrior((Nm, Nt), std=p["std"], mean=m0)
+        return WhitePrior((Nm, Nt), std=p["std"], mean=m0, xp=xp)
     attrs = read_attrs(block_path(matrix, read_meta(matrix), 0))
     if p["shape"]:  # the config's grid, with its spacing
         shape, spacing = p["shape"], p["spacing"]
@@ -47,7 +50,7 @@ def _prior(cfg: dict, matrix: str, Nm: int, Nt: int, m0: Any):
         raise ConfigError(f"prior.shape: {shape} has {int(np.prod(shape))} points but the matrix has Nm={Nm}")
     time_corr = p["time_correlation"] or None
     return MaternPrior(shape, Nt, std=p["std"], corr_length=p["correlation_length"], spacing=spacing,
-                       mean=m0, time_corr_length=time_corr)
+                       mean=m0, time_corr_length=time_corr, xp=xp)
 
 
 def _write_summary(path: Path, summary: dict) -> None:
@@ -69,7 +72,8 @@ def run_inversion(
     Parameters
     ----------
     make_operator : callable ``(matrix_dir, precision=..., tolerance=...) -> operator``
-        Builds ``F`` and ``Q`` (dims ``(Nm, Nt)``, whole replicated vectors).
+        Builds ``F`` and ``Q`` (dims ``(Nm, Nt)``, whole replicated vectors of
+        the operator's ``xp``, NumPy when it has none).
     is_root : bool
         Whether this rank writes the outputs and logs.
     agree : callable
@@ -106,21 +110,23 @@ def run_inversion(
     log(f"operators ready in {timings['setup_operators']:.2f} s: Nd={Nd} Nm={Nm} Nt={Nt}"
         + (f" Nq={Q.dimsd[0]}" if Q else "") + f", precision {getattr(F, 'precision', op_cfg['precision'])}")
 
+    xp = getattr(F, "xp", np)
     data = cfg["data"]
-    d, _ = read_vector(data["observations"], "data", expect_n=Nd, expect_nt=Nt)
+    d = xp.asarray(read_vector(data["observations"], "data", expect_n=Nd, expect_nt=Nt)[0])
     m_true = read_vector(data["truth"], "param", expect_n=Nm, expect_nt=Nt)[0] if data["truth"] else None
     q_true = None
     if data["qoi_truth"] and Q is not None:
         q_true = read_vector(data["qoi_truth"], "data", expect_n=Q.dimsd[0], expect_nt=Nt)[0]
     mean = cfg["prior"]["mean"]
-    m0 = read_vector(mean, "param", expect_n=Nm, expect_nt=Nt)[0] if isinstance(mean, str) else float(mean)
+    m0 = float(mean) if not isinstance(mean, str) else xp.asarray(
+        read_vector(mean, "param", expect_n=Nm, expect_nt=Nt)[0])
 
     noise_cfg = cfg["noise"]
     if noise_cfg["std"] is not None:
         noise = WhiteNoise(noise_cfg["std"])
     else:
         noise = WhiteNoise.relative(d, noise_cfg["relative"], inner=inner)
-    prior = _prior(cfg, op_cfg["matrix"], Nm, Nt, m0)
+    prior = _prior(cfg, op_cfg["matrix"], Nm, Nt, m0, xp)
 
     if is_root:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -167,10 +173,12 @@ def run_inversion(
             F, prior, noise, solver["rank"], rng=np.random.default_rng(0),
             gram=lambda X, Y: agree(gram(X, Y)))
         forecast = qoi_forecast(Q, m_map, posterior)
+        forecast = QoIForecast(to_host(forecast.mean), to_host(forecast.std))
         timings["qoi"] = time.perf_counter() - t0
         kind = "exact" if chol is not None else f"rank-{solver['rank']}"
         log(f"QoI forecast with {kind} posterior std in {timings['qoi']:.2f} s")
 
+    m_map = to_host(m_map)
     summary: dict[str, Any] = {
         "config": {k: v for k, v in cfg.items() if k != "model"},
         "sizes": {"Nd": Nd, "Nm": Nm, "Nt": Nt, "Nq": Q.dimsd[0] if Q else None},
@@ -179,11 +187,11 @@ def run_inversion(
         "precision": {"forward": str(getattr(F, "precision", op_cfg["precision"])),
                       "adjoint": str(getattr(F, "adjoint_precision", op_cfg["precision"]))},
         "solver": {"method": method, "cg": cg_info},
-        "noise_std": float(np.max(noise.std)),
+        "noise_std": float(noise.std.max()),
     }
     if m_true is not None:
         summary["errors"] = {"map_vs_truth": _rel(m_map, m_true),
-                             "prior_mean_vs_truth": _rel(np.broadcast_to(m0, m_true.shape), m_true)}
+                             "prior_mean_vs_truth": _rel(to_host(prior.mean), m_true)}
     if forecast is not None and q_true is not None:
         # before the wave arrives truth, mean and std are all at rounding level:
         # an absolute slack at 1e-9 of the signal keeps rounding out of the count

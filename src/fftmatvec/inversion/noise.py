@@ -1,6 +1,7 @@
 """White Gaussian observation noise ``Gn = diag(std^2)`` in data space.
 
-Vectors are SOTI arrays ``(Nd, Nt)`` or batches ``(Nd, Nt, K)``.
+Vectors are SOTI arrays ``(Nd, Nt)`` or batches ``(Nd, Nt, K)``, NumPy or
+CuPy (a per-entry ``std`` lives on the device of the data it was made from).
 """
 
 from __future__ import annotations
@@ -9,11 +10,10 @@ import math
 
 import numpy as np
 
+from fftmatvec.backend.arrays import array_module
 from fftmatvec.errors import ConfigError
 from fftmatvec.inversion.cg import Inner, dot
-from fftmatvec.inversion.prior import bcast
-
-Array = np.ndarray
+from fftmatvec.inversion.prior import Array, bcast
 
 
 class WhiteNoise:
@@ -21,16 +21,16 @@ class WhiteNoise:
 
     Parameters
     ----------
-    std : float, or (Nd, Nt) float64 (per entry); all > 0
+    std : float, or (Nd, Nt) float64 (per entry, NumPy or CuPy); all > 0
 
     Attributes
     ----------
-    std : 0-d or (Nd, Nt) float64
+    std : 0-d or (Nd, Nt) float64, in the module of the ``std`` given
     """
 
     def __init__(self, std: Array | float) -> None:
-        self.std = np.asarray(std, dtype=float)
-        if not np.all(self.std > 0):
+        self.std = array_module(std).asarray(std, dtype=float)
+        if not bool((self.std > 0).all()):
             raise ConfigError("noise std must be > 0 (and finite) everywhere")
 
     @classmethod
@@ -50,8 +50,8 @@ class WhiteNoise:
         rel : float, > 0
         """
         if per_entry:
-            return cls(rel * np.abs(d))
-        ones = np.ones_like(d)
+            return cls(rel * abs(d))
+        ones = array_module(d).ones_like(d)
         return cls(rel * math.sqrt(inner(d, d) / inner(ones, ones)))
 
     def apply(self, d: Array) -> Array:
@@ -63,6 +63,7 @@ class WhiteNoise:
         return d / bcast(self.std**2, d)
 
     def sample(self, rng: np.random.Generator, shape: tuple[int, ...]) -> Array:
-        """A draw from ``N(0, Gn)`` of ``shape`` ((Nd, Nt) or (Nd, Nt, K))."""
+        """A draw from ``N(0, Gn)`` of ``shape`` ((Nd, Nt) or (Nd, Nt, K)), on
+        the host (NumPy), from ``rng``."""
         xi = rng.standard_normal(shape)
         return xi * bcast(self.std, xi)

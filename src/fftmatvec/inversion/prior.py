@@ -3,7 +3,9 @@
 Every prior has a symmetric square root ``S`` with ``Gp = S S^T = S^2``, used
 for prior preconditioning (whitened variables ``m = m0 + S u``) and sampling.
 Vectors are SOTI arrays ``(Nm, Nt)`` or batches ``(Nm, Nt, K)``; every method
-works column by column on the batch axis.
+works column by column on the batch axis.  A prior lives on one device: its
+``xp`` (NumPy or CuPy) holds its mean and constants, and its methods take and
+return arrays of that module.
 
 * :class:`WhitePrior`: ``Gp = std^2 I``.
 * :class:`MaternPrior`: ``Gp = (delta I - gamma L)^{-2}`` in space, ``L`` the
@@ -15,16 +17,16 @@ works column by column on the batch axis.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from types import ModuleType
+from typing import Any, Protocol
 
 import numpy as np
-import scipy.fft
-import scipy.sparse as sp
 
+from fftmatvec.backend.arrays import array_module, dctn, to_host
 from fftmatvec.backend.cpu import cores_per_rank
 from fftmatvec.errors import ConfigError
 
-Array = np.ndarray
+Array = Any  # a NumPy or CuPy array
 
 
 class Prior(Protocol):
@@ -32,6 +34,8 @@ class Prior(Protocol):
 
     dims: tuple[int, int]
     mean: Array
+    #: NumPy or CuPy: the module of ``mean`` and of every vector the methods take.
+    xp: ModuleType
     #: ``S`` acts on each time step alike (``S = Ss kron I``): the QoI's prior
     #: variance then needs no product per QoI entry (:func:`~fftmatvec.inversion.qoi.qoi_forecast`).
     time_invariant: bool
@@ -41,30 +45,35 @@ class Prior(Protocol):
     def inv(self, x: Array) -> Array: ...
 
 
-def bcast(a: Array | float, x: Array) -> Array:
-    """Append axes to ``a`` (scalar or e.g. ``(n, Nt)``) so it broadcasts
-    against ``x`` of shape ``(n, Nt)`` or a batch ``(n, Nt, K)``."""
-    a = np.asarray(a)
+def bcast(a: Array | float, x: Array) -> Array | float:
+    """``a`` (a number, or an array such as ``(n, Nt)``) ready to broadcast
+    against ``x`` of shape ``(n, Nt)`` or a batch ``(n, Nt, K)``: a number
+    stays a number, an array gets trailing axes, on ``x``'s device."""
+    if np.ndim(a) == 0:
+        return float(a)
+    xp = array_module(x)
+    a = to_host(a) if xp is np else xp.asarray(a)
     return a.reshape(a.shape + (1,) * (x.ndim - a.ndim))
 
 
 class _Sampler:
-    """``sample`` for priors with ``dims``, ``mean`` and ``sqrt``."""
+    """``sample`` for priors with ``dims``, ``mean``, ``xp`` and ``sqrt``."""
 
     def sample(self, rng: np.random.Generator, K: int | None = None) -> Array:
-        """Draw ``m0 + S xi``, ``xi ~ N(0, I)``.
+        """Draw ``m0 + S xi``, ``xi ~ N(0, I)`` (``xi`` drawn on the host, so a
+        seed gives the same draw on every device).
 
         Returns
         -------
         (Nm, Nt) or (Nm, Nt, K) float64
         """
-        xi = rng.standard_normal(self.dims + (() if K is None else (K,)))
+        xi = self.xp.asarray(rng.standard_normal(self.dims + (() if K is None else (K,))))
         return bcast(self.mean, xi) + self.sqrt(xi)
 
 
-def _mean(mean: Array | float, dims: tuple[int, int]) -> Array:
+def _mean(mean: Array | float, dims: tuple[int, int], xp: ModuleType) -> Array:
     try:
-        return np.broadcast_to(np.asarray(mean, dtype=float), dims).copy()
+        return xp.broadcast_to(xp.asarray(mean, dtype=float), dims).copy()
     except ValueError as exc:
         raise ConfigError(f"prior mean of shape {np.shape(mean)} does not fit {dims}") from exc
 
@@ -78,15 +87,18 @@ class WhitePrior(_Sampler):
     std : float or array broadcastable to (Nm, Nt), > 0
         Marginal standard deviation.
     mean : float or array broadcastable to (Nm, Nt)
+    xp : module, numpy (default) or cupy
+        Where the prior's vectors live.
     """
 
     def __init__(self, dims: tuple[int, int], std: Array | float = 1.0,
-                 mean: Array | float = 0.0) -> None:
+                 mean: Array | float = 0.0, *, xp: ModuleType = np) -> None:
         self.dims = (int(dims[0]), int(dims[1]))
-        self.std = np.asarray(std, dtype=float)
-        if not np.all(self.std > 0):
+        self.xp = xp
+        self.std = xp.asarray(std, dtype=float)
+        if not bool((self.std > 0).all()):
             raise ConfigError("prior std must be > 0")
-        self.mean = _mean(mean, self.dims)
+        self.mean = _mean(mean, self.dims, xp)
         self.time_invariant = self.std.ndim < 2 or self.std.shape[1] == 1
 
     def apply(self, x: Array) -> Array:
@@ -102,41 +114,25 @@ class WhitePrior(_Sampler):
         return x / bcast(self.std**2, x)
 
 
-def neumann_laplacian(n: int, h: float = 1.0) -> sp.csr_matrix:
-    """Second-difference matrix ``(n, n)`` with zero-flux ends, spacing ``h``
-    (symmetric, negative semidefinite, constants in its null space)."""
-    main = np.full(n, -2.0)
-    main[0] += 1.0
-    main[-1] += 1.0
-    off = np.ones(n - 1)
-    return (sp.diags([off, main, off], [-1, 0, 1]) / h**2).tocsr()
-
-
-def grid_laplacian(shape: Sequence[int], spacing: Sequence[float]) -> sp.csr_matrix:
-    """Neumann Laplacian of a 1-D or 2-D grid, points in C order
-    (``j = ix * ny + iy`` for ``shape = (nx, ny)``)."""
-    if len(shape) == 1:
-        return neumann_laplacian(shape[0], spacing[0])
-    (nx, ny), (hx, hy) = shape, spacing
-    return (sp.kron(neumann_laplacian(nx, hx), sp.eye(ny))
-            + sp.kron(sp.eye(nx), neumann_laplacian(ny, hy))).tocsr()
-
-
-def neumann_eigenvalues(n: int, h: float = 1.0) -> Array:
-    """Eigenvalues ``(n,)`` of ``-neumann_laplacian(n, h)``, in the order of the
-    orthonormal DCT-II, whose basis vectors are its eigenvectors."""
+def neumann_eigenvalues(n: int, h: float = 1.0) -> np.ndarray:
+    """Eigenvalues ``(n,)`` of minus the second-difference matrix with zero-flux
+    ends and spacing ``h`` (the Neumann Laplacian of a line of ``n`` points), in
+    the order of the orthonormal DCT-II, whose basis vectors are its eigenvectors."""
     return (2.0 * np.sin(np.pi * np.arange(n) / (2 * n)) / h) ** 2
 
 
 class MaternFactor:
     """``S = (delta I - gamma L)^{-1}`` on a 1-D or 2-D grid, ``L`` its Neumann
-    Laplacian (:func:`grid_laplacian`).
+    Laplacian (the sum of :func:`neumann_eigenvalues`' matrices along the axes,
+    points in C order: ``j = ix * ny + iy`` for ``shape = (nx, ny)``).
 
     The orthonormal DCT-II along each grid axis diagonalises ``L``, so ``S x``
     is a transform, a division by ``S^{-1}``'s eigenvalues and the inverse
-    transform: ``O(n log n)`` a column, all columns in one call (a sparse LU
-    solve of the 2-D grid took most of a conjugate gradient iteration on a
-    GPU, docs/inversion.md).
+    transform, and ``S^{-1} x`` the same with a product; all columns in one
+    call, on the device of ``x`` (:func:`~fftmatvec.backend.arrays.dctn`:
+    DCT-matrix products along short axes, the FFT along long ones).  A sparse
+    LU solve of the 2-D grid took most of a conjugate gradient iteration on a
+    GPU (docs/inversion.md).
 
     ``kappa^2 = delta / gamma = 8 nu / corr_length^2`` with ``nu = 2 - dim/2``
     (the distance at which the continuous Matérn correlation has fallen to
@@ -155,45 +151,47 @@ class MaternFactor:
     std : float, > 0
     centre : int
         Index of the point where the variance is normalised.
+    xp : module, numpy (default) or cupy
+        Where the vectors it applies to live.
     """
 
     def __init__(self, shape: Sequence[int], spacing: Sequence[float], corr_length: float, std: float,
-                 centre: int) -> None:
+                 centre: int, *, xp: ModuleType = np) -> None:
         if not (corr_length > 0 and std > 0):
             raise ConfigError("Matérn prior needs corr_length > 0 and std > 0")
         self.shape = tuple(int(n) for n in shape)
-        self.workers = cores_per_rank()  # threads of the transforms, as the CPU backend's
+        self.axes = tuple(range(len(self.shape)))
+        self.workers = cores_per_rank()  # threads of the host transforms, as the CPU backend's
         kappa2 = 8.0 * (2.0 - len(self.shape) / 2.0) / corr_length**2
         eig = kappa2 + sum(np.ix_(*(neumann_eigenvalues(n, h) for n, h in zip(self.shape, spacing))))
-        e = np.zeros(self.shape + (1,))
-        e.reshape(-1)[centre] = 1.0
-        c = std / np.linalg.norm(self._transform(self._transform(e) / eig[..., None], inverse=True))
+        e = np.zeros(self.shape)
+        e.flat[centre] = 1.0
+        c = std / np.linalg.norm(dctn(dctn(e, self.axes) / eig, self.axes, inverse=True))
         self.delta, self.gamma = kappa2 / c, 1.0 / c
-        self.A = ((kappa2 * sp.eye(int(np.prod(self.shape))) - grid_laplacian(self.shape, spacing)) / c).tocsr()
-        self._eig = (eig / c)[..., None]  # the eigenvalues of S^{-1} = A, broadcast over the columns
+        self._eig = xp.asarray(eig / c)[..., None]  # the eigenvalues of S^{-1}, broadcast over the columns
 
-    def _transform(self, x: Array, inverse: bool = False) -> Array:
-        """The orthonormal DCT-II (its inverse) along the grid axes of ``x`` (*shape, k)."""
-        axes = tuple(range(len(self.shape)))
-        return (scipy.fft.idctn if inverse else scipy.fft.dctn)(x, type=2, norm="ortho", axes=axes,
-                                                                 workers=self.workers)
+    def _scale(self, x: Array, divide: bool) -> Array:
+        """``x`` (n, k) times (or divided by) ``S^{-1}``'s eigenvalues in the DCT basis."""
+        y = dctn(x.reshape(self.shape + (-1,)), self.axes, workers=self.workers)
+        y = y / self._eig if divide else y * self._eig
+        return dctn(y, self.axes, inverse=True, workers=self.workers).reshape(x.shape)
 
     def solve(self, x: Array) -> Array:
         """``S x`` for x (n, k): all ``k`` columns in one call."""
-        y = self._transform(x.reshape(self.shape + (-1,))) / self._eig
-        return self._transform(y, inverse=True).reshape(x.shape)
+        return self._scale(x, divide=True)
 
     def matvec(self, x: Array) -> Array:
         """``S^{-1} x`` for x (n, k)."""
-        return self.A @ x
+        return self._scale(x, divide=False)
 
 
 def _along(axis: int, fun: Callable[[Array], Array], x: Array) -> Array:
     """Apply ``fun`` ((n, k) -> (n, k)) to axis ``axis`` of ``x``, all other
     axes stacked into ``k``."""
-    xt = np.moveaxis(x, axis, 0)
+    xp = array_module(x)
+    xt = xp.moveaxis(x, axis, 0)
     y = fun(xt.reshape(xt.shape[0], -1)).reshape(xt.shape)
-    return np.ascontiguousarray(np.moveaxis(y, 0, axis))
+    return xp.ascontiguousarray(xp.moveaxis(y, 0, axis))
 
 
 class MaternPrior(_Sampler):
@@ -217,6 +215,8 @@ class MaternPrior(_Sampler):
     time_corr_length : float, optional
         Correlation length along time, in the units of ``dt``.
     dt : float
+    xp : module, numpy (default) or cupy
+        Where the prior's vectors live.
 
     Attributes
     ----------
@@ -228,19 +228,19 @@ class MaternPrior(_Sampler):
     def __init__(self, shape: int | Sequence[int], Nt: int, *, std: float = 1.0,
                  corr_length: float, spacing: float | Sequence[float] = 1.0,
                  mean: Array | float = 0.0, time_corr_length: float | None = None,
-                 dt: float = 1.0) -> None:
+                 dt: float = 1.0, xp: ModuleType = np) -> None:
         shape = tuple(int(s) for s in np.atleast_1d(shape))
         if len(shape) not in (1, 2) or min(shape) < 1:
             raise ConfigError(f"Matérn prior grid must be 1-D or 2-D, got shape {shape}")
         spacing = tuple(float(h) for h in np.broadcast_to(spacing, (len(shape),)))
         centre = int(np.ravel_multi_index(tuple(s // 2 for s in shape), shape))
-        self.shape = shape
+        self.shape, self.xp = shape, xp
         self.dims = (int(np.prod(shape)), int(Nt))
-        self.space = MaternFactor(shape, spacing, corr_length, std, centre)
+        self.space = MaternFactor(shape, spacing, corr_length, std, centre, xp=xp)
         self.time = (None if time_corr_length is None else
-                     MaternFactor((Nt,), (dt,), time_corr_length, 1.0, Nt // 2))
+                     MaternFactor((Nt,), (dt,), time_corr_length, 1.0, Nt // 2, xp=xp))
         self.delta, self.gamma = self.space.delta, self.space.gamma
-        self.mean = _mean(mean, self.dims)
+        self.mean = _mean(mean, self.dims, xp)
         self.time_invariant = self.time is None
 
     def sqrt(self, x: Array) -> Array:
@@ -253,7 +253,7 @@ class MaternPrior(_Sampler):
         return self.sqrt(self.sqrt(x))
 
     def inv(self, x: Array) -> Array:
-        """``Gp^{-1} x = S^{-1} S^{-1} x`` (sparse products, no solves)."""
+        """``Gp^{-1} x = S^{-1} S^{-1} x``."""
         for _ in range(2):
             x = _along(0, self.space.matvec, x)
             if self.time is not None:

@@ -15,6 +15,9 @@ Two ways to get the reduction:
   ``Gpost ~ S (I - V diag(lam / (1 + lam)) V^T) S`` and the reduction
   ``sum_i lam_i / (1 + lam_i) (e^T Q S v_i)^2``.  Dropping eigenpairs only
   overestimates the variance.
+
+Vectors live in the prior's module (``prior.xp``); the small dense matrices
+(Gram matrices, their eigenvectors, the Cholesky factor) on the host.
 """
 
 from __future__ import annotations
@@ -25,14 +28,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import solve_triangular
 
+from fftmatvec.backend.arrays import array_module, to_host
 from fftmatvec.errors import ConfigError
 from fftmatvec.inversion.cg import gram as plain_gram
 from fftmatvec.inversion.noise import WhiteNoise
-from fftmatvec.inversion.prior import Prior
+from fftmatvec.inversion.prior import Array, Prior
 from fftmatvec.inversion.solve import DataSpaceCholesky, Operator, misfit_hessian, unit_columns
 
-Array = np.ndarray
-Gram = Callable[[Array, Array], Array]
+Gram = Callable[[Array, Array], np.ndarray]
 Z95 = 1.96
 
 
@@ -65,7 +68,8 @@ class QoIForecast:
 def apply_batched(fun: Callable[[Array], Array], X: Array, batch: int) -> Array:
     """``fun`` applied to ``X (..., k)`` in column chunks of ``batch``
     (bounds the work arrays of ``fun``), results stacked on the last axis."""
-    return np.concatenate([fun(np.ascontiguousarray(X[..., c:c + batch]))
+    xp = array_module(X)
+    return xp.concatenate([fun(xp.ascontiguousarray(X[..., c:c + batch]))
                            for c in range(0, X.shape[-1], batch)], axis=-1)
 
 
@@ -81,10 +85,11 @@ def orthonormalize(Y: Array, gram: Gram = plain_gram) -> Array:
     -------
     (..., k') float64, ``k' <= k``, ``gram(Q, Q) = I`` to rounding
     """
+    xp = array_module(Y)
     for _ in range(2):
         w, V = np.linalg.eigh(gram(Y, Y))
         keep = w > 1e-14 * w.max(initial=0.0)
-        Y = Y @ (V[:, keep] / np.sqrt(w[keep]))
+        Y = Y @ xp.asarray(V[:, keep] / np.sqrt(w[keep]))
     return Y
 
 
@@ -116,7 +121,7 @@ def double_pass(H: Callable[[Array], Array], Omega: Array, rank: int, *,
     T = gram(B, apply_batched(H, B, batch))
     lam, U = np.linalg.eigh(0.5 * (T + T.T))
     order = np.argsort(lam)[::-1][:rank]
-    return lam[order], B @ U[:, order]
+    return lam[order], B @ array_module(B).asarray(U[:, order])
 
 
 class LowRankPosterior:
@@ -135,6 +140,7 @@ class LowRankPosterior:
         At most ``Nd*Nt`` eigenvalues are nonzero: that rank is exact.
     oversampling : int
     rng : numpy.random.Generator, optional
+        Draws the test vectors on the host (the same on every device).
     gram : callable
         Block inner product of parameter space.
     batch : int
@@ -142,8 +148,8 @@ class LowRankPosterior:
 
     Attributes
     ----------
-    eigenvalues : (r,) float64
-    eigenvectors : (Nm, Nt, r) float64
+    eigenvalues : (r,) float64, NumPy
+    eigenvectors : (Nm, Nt, r) float64, in the prior's module
     """
 
     def __init__(self, F: Operator, prior: Prior, noise: WhiteNoise, rank: int, *,
@@ -153,7 +159,7 @@ class LowRankPosterior:
             raise ConfigError("rank must be >= 1 and oversampling >= 0")
         self.F, self.prior = F, prior
         rng = np.random.default_rng() if rng is None else rng
-        Omega = rng.standard_normal((*F.dims, rank + oversampling))
+        Omega = prior.xp.asarray(rng.standard_normal((*F.dims, rank + oversampling)))
         self.eigenvalues, self.eigenvectors = double_pass(
             lambda X: prior.sqrt(misfit_hessian(F, noise, prior.sqrt(X))),
             Omega, rank, gram=gram, batch=batch)
@@ -171,11 +177,12 @@ def time_invariant_prior_variance(Q: Operator, prior: Prior, batch: int = 32) ->
     ``q_i(Nt - 1 - s)`` at time ``s``: every lag of row ``i`` at once.
     """
     Nq, Nt = Q.dimsd
-    last = np.zeros((Nq, Nt, Nq))
-    last[np.arange(Nq), Nt - 1, np.arange(Nq)] = 1.0
+    xp = prior.xp
+    last = xp.zeros((Nq, Nt, Nq))
+    last[xp.arange(Nq), Nt - 1, xp.arange(Nq)] = 1.0
     rows = apply_batched(lambda E: prior.sqrt(Q.rmatvec(E)), last, batch)  # (Nm, Nt, Nq)
     per_lag = (rows**2).sum(axis=0)[::-1]  # (Nt, Nq): ||Ss q_i(tau)||^2 by lag tau
-    return np.cumsum(per_lag, axis=0).T
+    return xp.cumsum(per_lag, axis=0).T
 
 
 def qoi_forecast(Q: Operator, m_map: Array, posterior: DataSpaceCholesky | LowRankPosterior,
@@ -185,31 +192,32 @@ def qoi_forecast(Q: Operator, m_map: Array, posterior: DataSpaceCholesky | LowRa
     Parameters
     ----------
     Q : Operator, dims (Nm, Nt), dimsd (Nq, Nt)
-    m_map : (Nm, Nt) float64
+    m_map : (Nm, Nt) float64, in the prior's module
     posterior : DataSpaceCholesky (exact) or LowRankPosterior
     batch : int
         QoI entries per batched product (``Nq*Nt`` entries in all).
 
     Returns
     -------
-    QoIForecast
+    QoIForecast, in the prior's module
     """
     prior, n = posterior.prior, Q.dimsd[0] * Q.dimsd[1]
+    xp = prior.xp
     exact = isinstance(posterior, DataSpaceCholesky)
     if prior.time_invariant and not exact:
         var = time_invariant_prior_variance(Q, prior, batch)
     else:  # Gp Q^T e of every QoI entry e (the exact posterior needs those vectors)
-        var = np.empty(n)
+        var = xp.empty(n)
         for c0 in range(0, n, batch):
             c1 = min(c0 + batch, n)
-            Y = prior.apply(Q.rmatvec(unit_columns(Q.dimsd, c0, c1)))
-            var[c0:c1] = Q.matvec(Y).reshape(n, -1)[np.arange(c0, c1), np.arange(c1 - c0)]
+            Y = prior.apply(Q.rmatvec(unit_columns(Q.dimsd, c0, c1, xp)))
+            var[c0:c1] = Q.matvec(Y).reshape(n, -1)[xp.arange(c0, c1), xp.arange(c1 - c0)]
             if exact:
-                FY = posterior.F.matvec(Y).reshape(-1, c1 - c0)
-                var[c0:c1] -= (solve_triangular(posterior.factor[0], FY, lower=True)**2).sum(axis=0)
+                FY = to_host(posterior.F.matvec(Y)).reshape(-1, c1 - c0)
+                var[c0:c1] -= xp.asarray((solve_triangular(posterior.factor[0], FY, lower=True)**2).sum(axis=0))
         var = var.reshape(Q.dimsd)
     if not exact and posterior.eigenvalues.size:
         lam = posterior.eigenvalues
         W = apply_batched(lambda V: Q.matvec(prior.sqrt(V)), posterior.eigenvectors, batch)
-        var -= (W**2) @ (lam / (1.0 + lam))
-    return QoIForecast(Q.matvec(m_map), np.sqrt(np.maximum(var, 0.0)))
+        var -= (W**2) @ xp.asarray(lam / (1.0 + lam))
+    return QoIForecast(Q.matvec(m_map), xp.sqrt(xp.maximum(var, 0.0)))

@@ -30,7 +30,8 @@ Three equivalent routes:
 
 Operators follow the protocol of ``fftmatvec.operator.BTTOperator``
 (:class:`Operator`); vectors are SOTI arrays, parameters ``(Nm, Nt)``, data
-``(Nd, Nt)``, batches with a trailing ``K`` axis.
+``(Nd, Nt)``, batches with a trailing ``K`` axis, in the prior's module
+(``prior.xp``: NumPy, or CuPy with the operators on the same GPU).
 """
 
 from __future__ import annotations
@@ -38,17 +39,17 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Protocol
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
+from fftmatvec.backend.arrays import to_host
 from fftmatvec.errors import ConfigError, FftmatvecError
 from fftmatvec.inversion.cg import CGResult, Inner, cg, dot
 from fftmatvec.inversion.noise import WhiteNoise
-from fftmatvec.inversion.prior import Prior, bcast
-
-Array = np.ndarray
+from fftmatvec.inversion.prior import Array, Prior, bcast
 METHODS = ("cg-parameter", "cg-data", "cholesky-data")
 
 
@@ -70,7 +71,7 @@ class MAPResult:
     Attributes
     ----------
     m : (Nm, Nt) float64
-        The MAP point (posterior mean).
+        The MAP point (posterior mean), in the prior's module.
     method : str
         One of :data:`METHODS`.
     cg : CGResult or None
@@ -90,7 +91,7 @@ class MAPResult:
 def misfit_hessian(F: Operator, noise: WhiteNoise, m: Array) -> Array:
     """``F^T Gn^-1 F m``, one fused ``F.normal`` pass when ``Gn = s^2 I``."""
     if noise.std.ndim == 0:
-        return F.normal(m) / noise.std**2
+        return F.normal(m) / float(noise.std) ** 2
     return F.rmatvec(noise.inv(F.matvec(m)))
 
 
@@ -141,15 +142,15 @@ def map_cg_data(F: Operator, prior: Prior, noise: WhiteNoise, d: Array, *,
                      time.perf_counter() - start)
 
 
-def unit_columns(dims: tuple[int, ...], c0: int, c1: int) -> Array:
+def unit_columns(dims: tuple[int, ...], c0: int, c1: int, xp: ModuleType = np) -> Array:
     """Unit vectors ``e_c0 .. e_{c1-1}`` of the flattened ``dims`` space.
 
     Returns
     -------
-    (*dims, c1 - c0) float64
+    (*dims, c1 - c0) float64, an array of ``xp``
     """
-    E = np.zeros((math.prod(dims), c1 - c0))
-    E[np.arange(c0, c1), np.arange(c1 - c0)] = 1.0
+    E = xp.zeros((math.prod(dims), c1 - c0))
+    E[xp.arange(c0, c1), xp.arange(c1 - c0)] = 1.0
     return E.reshape(*dims, c1 - c0)
 
 
@@ -159,7 +160,8 @@ class DataSpaceCholesky:
     Set-up forms ``K`` (``n = Nd*Nt`` columns, ``batch`` at a time, each batch
     one batched ``F^T``, ``Gp`` and ``F`` application) and factors it; then
     :meth:`solve` costs two triangular solves, one ``F^T`` and one ``Gp``
-    product per data set.  Memory: ``n^2`` float64 for ``K``.
+    product per data set.  Memory: ``n^2`` float64 for ``K``, on the host
+    (the products run where the prior's vectors are).
 
     Parameters
     ----------
@@ -191,8 +193,8 @@ class DataSpaceCholesky:
         K = np.empty((n, n))
         for c0 in range(0, n, batch):
             c1 = min(c0 + batch, n)
-            E = unit_columns(F.dimsd, c0, c1)
-            K[:, c0:c1] = (noise.apply(E) + F.matvec(prior.apply(F.rmatvec(E)))).reshape(n, -1)
+            E = unit_columns(F.dimsd, c0, c1, prior.xp)
+            K[:, c0:c1] = to_host(noise.apply(E) + F.matvec(prior.apply(F.rmatvec(E)))).reshape(n, -1)
         self._Fm0 = F.matvec(prior.mean)
         self.form_time = time.perf_counter() - start
         try:  # reads the lower triangle only: rounding asymmetry is harmless
@@ -212,16 +214,16 @@ class DataSpaceCholesky:
 
         Parameters
         ----------
-        d : (Nd, Nt) or (Nd, Nt, K) float64
+        d : (Nd, Nt) or (Nd, Nt, K) float64, in the prior's module
 
         Returns
         -------
-        (Nm, Nt) or (Nm, Nt, K) float64
+        (Nm, Nt) or (Nm, Nt, K) float64, in the prior's module
         """
         start = time.perf_counter()
         check_data(d)
-        r = d - bcast(self._Fm0, d)
-        w = cho_solve(self.factor, r.reshape(math.prod(self.F.dimsd), -1)).reshape(d.shape)
+        r = to_host(d - bcast(self._Fm0, d))
+        w = self.prior.xp.asarray(cho_solve(self.factor, r.reshape(math.prod(self.F.dimsd), -1)).reshape(d.shape))
         m = bcast(self.prior.mean, w) + self.prior.apply(self.F.rmatvec(w))
         self.solve_time = time.perf_counter() - start
         return m

@@ -1,0 +1,73 @@
+"""Time a ``cg-parameter`` iteration of the inversion (one ``F^T F`` product
+and two Matérn prior square roots, plus the solver's vector updates) with the
+vectors on the host or on the operator's device, and the rank-``--rank`` QoI
+band's low-rank posterior (``2 (rank + 10)`` applications of the
+prior-preconditioned Hessian).  A random decaying ``F`` of the 2-D example's
+size on a Matérn prior grid; one JSON line per placement to ``--out``.
+
+``--vectors host`` with ``--device gpu`` is how ``fftmatvec invert`` ran
+before stop 62: the prior and the solver on the host, each product copying
+its input to the GPU and its result back.
+
+    python benchmarks/inversion_iteration.py --device gpu --vectors host device --out FILE
+"""
+
+import argparse
+import platform
+import time
+
+import numpy as np
+from prior_sqrt import emit
+
+from fftmatvec import BTTOperator, ReplicatedOperator
+from fftmatvec.backend.arrays import to_host
+from fftmatvec.inversion import LowRankPosterior, MaternPrior, WhiteNoise, map_cg_parameter
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--grid", type=int, nargs=2, default=[40, 75], help="parameter grid (Nm = nx * ny)")
+    ap.add_argument("--Nd", type=int, default=80)
+    ap.add_argument("--Nt", type=int, default=500)
+    ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    ap.add_argument("--precision", default="ddddd")
+    ap.add_argument("--vectors", choices=("host", "device"), nargs="+", default=["device"],
+                    help="where the inversion's vectors live (host: NumPy, device: the operator's arrays)")
+    ap.add_argument("--iterations", type=int, default=30)
+    ap.add_argument("--rank", type=int, default=20, help="rank of the low-rank posterior (0: not timed)")
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    Nm = args.grid[0] * args.grid[1]
+    rng = np.random.default_rng(0)
+    f = rng.standard_normal((args.Nd, Nm, args.Nt)) * np.exp(-np.arange(args.Nt) / 50.0)
+    F = ReplicatedOperator(BTTOperator(f, device=args.device, precision=args.precision))
+    del f
+    d_host = rng.standard_normal((args.Nd, args.Nt))
+    maps = {}
+    for vectors in args.vectors:
+        xp = F.xp if vectors == "device" else np
+        prior = MaternPrior(tuple(args.grid), args.Nt, std=0.005, corr_length=30e3, spacing=5e3, xp=xp)
+        noise = WhiteNoise(0.01)
+        d = xp.asarray(d_host)
+        stamps = []
+        start = time.perf_counter()
+        result = map_cg_parameter(F, prior, noise, d, rtol=0.0, maxiter=args.iterations,
+                                  callback=lambda it, res, seconds: stamps.append(time.perf_counter()))
+        solve_s = time.perf_counter() - start
+        maps[vectors] = to_host(result.m)
+        row = {"what": "inversion-iteration", "machine": platform.node(), "device": args.device,
+               "vectors": vectors, "grid": args.grid, "Nm": Nm, "Nd": args.Nd, "Nt": args.Nt,
+               "precision": args.precision, "iterations": result.cg.iterations, "solve_s": solve_s,
+               "iteration_median_s": float(np.median(np.diff(stamps))) if len(stamps) > 1 else None}
+        if args.rank:
+            start = time.perf_counter()
+            LowRankPosterior(F, prior, noise, args.rank, rng=np.random.default_rng(0))
+            row["low_rank_posterior_s"] = time.perf_counter() - start
+        if len(maps) > 1:
+            first = next(iter(maps.values()))
+            row["map_rel_difference"] = float(np.linalg.norm(maps[vectors] - first) / np.linalg.norm(first))
+        emit(row, args.out)
+
+
+if __name__ == "__main__":
+    main()
