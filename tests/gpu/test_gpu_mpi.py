@@ -22,7 +22,7 @@ from gputools import require_gpu
 cupy = require_gpu()
 _NDEV = cupy.cuda.runtime.getDeviceCount()
 
-from fftmatvec import BTTOperator  # noqa: E402
+from fftmatvec import BTTOperator, ReplicatedOperator  # noqa: E402
 from fftmatvec.collectives import COLLECTIVES_ENV, NCCLCollectives, collectives_mode, nccl_available  # noqa: E402
 from fftmatvec.errors import ConfigError, FftmatvecError  # noqa: E402
 from fftmatvec.vector import DistVector  # noqa: E402
@@ -244,3 +244,26 @@ def test_operator_on_gpu_grid_vs_cpu(comm, chunks):
             assert max_all(comm, e) < 1e-13
             if comm.rank == 0:
                 print(f"{shape}: {grid.collectives} ({grid.collectives_note}); comm {grid.comm_stats()}")
+
+
+@pytest.mark.mpi(min_size=1)
+def test_replicated_operator_keeps_whole_vectors_on_the_device(comm):
+    """The inversion's view of a GPU grid: whole CuPy vectors in, whole CuPy
+    vectors out on every rank (the gather goes through the host), equal to
+    the CPU single-process products."""
+    rng = np.random.default_rng(comm.bcast(int.from_bytes(os.urandom(4), "little") if comm.rank == 0 else None))
+    Nd, Nm, Nt = 5, 13, 6
+    f = rng.standard_normal((Nd, Nm, Nt))
+    m, d = rng.standard_normal((Nm, Nt)), rng.standard_normal((Nd, Nt, 3))
+    cpu = BTTOperator(f)
+    refs = {"matvec": cpu.matvec(m), "rmatvec": cpu.rmatvec(d), "normal": cpu.normal(m)}
+    if forced_nccl_impossible(comm.size):
+        pytest.skip(f"{COLLECTIVES_ENV}=nccl cannot run here ({comm.size} ranks, {_NDEV} GPUs)")
+    for shape in shapes(comm.size):
+        with make_grid(comm, shape) as grid:
+            F = ReplicatedOperator(BTTOperator(f, grid=grid, device="gpu"))
+            assert F.xp is cupy
+            for name, v in (("matvec", m), ("rmatvec", d), ("normal", m)):
+                y = getattr(F, name)(cupy.asarray(v))
+                assert isinstance(y, cupy.ndarray), (shape, name)
+                assert max_all(comm, rel_err(y.get(), refs[name])) < 1e-13, (shape, name)
