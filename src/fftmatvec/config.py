@@ -52,7 +52,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
     },
     "noise": {
         "std": Key(_NUM, None, doc="noise standard deviation (white)"),
-        "relative": Key(_NUM, None, doc="noise std relative to the RMS of the observations"),
+        "relative": Key(_NUM, None, doc="noise std relative to the RMS of the observations (not to their maximum, "
+                        "as `[model] noise_rel`)"),
     },
     "prior": {
         "kind": Key((str,), "white", choices=("white", "matern"), doc="prior covariance"),
