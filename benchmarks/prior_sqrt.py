@@ -3,7 +3,7 @@ iteration of ``cg-parameter``) on a parameter grid with many time columns:
 the prior's DCT-diagonalised solve, on the host or (``--device gpu``) with
 the vectors on the GPU, with its short axes transformed by DCT-matrix
 products (``dct_s``, since stop 62) and with every axis by the FFT-based
-transform (``fft_dct_s``, ``DENSE_DCT_MAX = 0``), against a sparse LU solve of
+transform (``fft_dct_s``, a ``DENSE_DCT_MAX`` of 0), against a sparse LU solve of
 the same ``S^{-1} = A`` on the host (SuperLU, how it was solved before stop
 61), and their difference.  One JSON line per grid to ``--out``.
 
@@ -57,8 +57,8 @@ def main():
     ap.add_argument("--corr-length", type=float, default=30e3)
     ap.add_argument("-N", "--reps", type=int, default=10)
     ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="where the prior's vectors live")
-    ap.add_argument("--dense-max", type=int, default=arrays.DENSE_DCT_MAX,
-                    help="longest axis transformed by the DCT matrix in dct_s (default: the library's)")
+    ap.add_argument("--dense-max", type=int,
+                    help="longest axis transformed by the DCT matrix in dct_s (default: the library's for the device)")
     ap.add_argument("--out", help="append the JSON line to this file")
     args = ap.parse_args()
     backend = get_backend(args.device)
@@ -69,23 +69,26 @@ def main():
     lu = splu(sparse_inverse_sqrt(prior, args.spacing))
     ref = lu.solve(x)
 
+    module = backend.xp.__name__
+
     def sqrt_seconds(dense_max: int) -> float:
-        arrays.DENSE_DCT_MAX = dense_max
+        arrays.DENSE_DCT_MAX[module] = dense_max
         start = time.perf_counter()
         prior.sqrt(x_device)
         backend.synchronize()
         return time.perf_counter() - start
 
-    dense_max, default = args.dense_max, arrays.DENSE_DCT_MAX
+    default = arrays.DENSE_DCT_MAX[module]
+    dense_max = default if args.dense_max is None else args.dense_max
     sqrt_seconds(0)
     fft_dct = to_host(prior.sqrt(x_device))
     times = {m: [] for m in (dense_max, 0)}
     for _ in range(args.reps):  # in turns, so that both see the same machine
         for m in times:
             times[m].append(sqrt_seconds(m))
-    arrays.DENSE_DCT_MAX = dense_max
+    arrays.DENSE_DCT_MAX[module] = dense_max
     dct = to_host(prior.sqrt(x_device))
-    arrays.DENSE_DCT_MAX = default
+    arrays.DENSE_DCT_MAX[module] = default
     dct_s, fft_dct_s = (float(np.median(times[m])) for m in (dense_max, 0))
     row = {
         "what": "prior-sqrt", "shape": args.shape, "Nt": args.Nt, "machine": platform.node(),

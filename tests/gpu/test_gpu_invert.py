@@ -59,8 +59,8 @@ PRIORS = {
     "matern-1d": lambda xp: MaternPrior(12, 7, std=1.3, corr_length=2.0, mean=0.3, xp=xp),
     "matern-2d-time": lambda xp: MaternPrior((3, 4), 7, std=1.3, corr_length=2.0, time_corr_length=3.0,
                                              mean=np.linspace(-1, 1, 12)[:, None], xp=xp),
-    # a grid axis longer than DENSE_DCT_MAX: the FFT-based DCT of cupyx
-    "matern-2d-long": lambda xp: MaternPrior((2, 300), 7, std=1.3, corr_length=20.0, xp=xp),
+    # a grid axis longer than DENSE_DCT_MAX["cupy"]: the FFT-based DCT of cupyx
+    "matern-2d-long": lambda xp: MaternPrior((2, 2100), 7, std=1.3, corr_length=200.0, xp=xp),
 }
 
 

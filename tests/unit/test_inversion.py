@@ -138,7 +138,7 @@ def test_prior_sqrt_squares_to_covariance(kind):
 @pytest.mark.parametrize("shape, axes", [((40, 75, 7), (0, 1)), ((300, 3, 2), (0, 1)), ((5, 257, 2), (0, 1)),
                                          ((256, 3), (0,)), ((9,), (0,))])
 def test_dctn_equals_scipy_on_short_and_long_axes(shape, axes):
-    # axes up to DENSE_DCT_MAX (256) points go through the DCT matrix, longer ones through the FFT
+    # axes up to DENSE_DCT_MAX["numpy"] (256) points go through the DCT matrix, longer ones through the FFT
     x = np.random.default_rng(sum(shape)).standard_normal(shape)
     y = dctn(x, axes)
     np.testing.assert_allclose(y, scipy.fft.dctn(x, type=2, norm="ortho", axes=axes), atol=1e-13 * abs(y).max())
@@ -146,7 +146,7 @@ def test_dctn_equals_scipy_on_short_and_long_axes(shape, axes):
 
 
 def test_matern_on_a_line_longer_than_the_dense_transform():
-    n = DENSE_DCT_MAX + 7
+    n = DENSE_DCT_MAX["numpy"] + 7
     prior = MaternPrior(n, 2, std=0.9, corr_length=20.0)
     S = columns(prior.sqrt, prior.dims)
     np.testing.assert_allclose(S, matern_sqrt_dense(prior, (n,), 2), rtol=1e-10, atol=1e-12 * abs(S).max())

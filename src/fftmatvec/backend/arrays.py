@@ -31,12 +31,13 @@ def to_host(a: Any) -> np.ndarray:
     return a.get() if array_module(a) is not np else np.asarray(a)
 
 
-#: Axes up to this many points are transformed by a product with the dense DCT
-#: matrix (one GEMM, batched over the axes before it), longer ones by the
-#: FFT-based transform: on the 2-D example's 40 x 75 grid the products took
-#: half the time of SciPy's transform on the CPU and a tenth of CuPy's on the
-#: GPU, and on the CPU the FFT wins beyond about 256 points (docs/inversion.md).
-DENSE_DCT_MAX = 256
+#: Per array module, the longest axis transformed by a product with the dense
+#: DCT matrix (one GEMM, batched over the axes before it); longer axes go
+#: through the FFT-based transform.  On the development VM's CPU the FFT was
+#: faster on lines from 128 points and on grids from 200 x 200; on an H200 the
+#: products won on every line and grid tried, up to 2048 points
+#: (benchmarks/prior_sqrt.py, docs/inversion.md).
+DENSE_DCT_MAX = {"numpy": 256, "cupy": 2048}
 
 
 @functools.lru_cache(maxsize=None)
@@ -57,7 +58,7 @@ def dctn(x: Any, axes: Sequence[int], *, inverse: bool = False, workers: int | N
     xp = array_module(x)
     for axis in axes:
         n = x.shape[axis]
-        if n <= DENSE_DCT_MAX:
+        if n <= DENSE_DCT_MAX[xp.__name__]:
             C = dct_matrix(n, xp)
             lead = math.prod(x.shape[:axis])
             x = xp.matmul(C.T if inverse else C, x.reshape(lead, n, -1)).reshape(x.shape)
