@@ -4,9 +4,8 @@ The inversion keeps its vectors whole on every rank (they are small next to
 ``Fhat``) so that priors, solvers and outputs are those of one process, while
 the products, the expensive part, are shared by the process grid: each rank
 applies its slab and the result is gathered back to every rank.  With the GPU
-backend the vectors stay on the rank's GPU (``xp`` is CuPy): on one rank a
-product neither reads nor writes host memory; on more the gather goes through
-the host.
+backend the vectors stay on the rank's GPU (``xp`` is CuPy): on one rank no
+vector crosses to the host; on more the gather goes through the host.
 """
 
 from __future__ import annotations
