@@ -52,14 +52,14 @@ def model_times(monkeypatch) -> None:
 
     import fftmatvec.tuning as tuning
 
-    measured = tuning.measure
+    measured = tuning.measure_engine
 
     def with_model_times(*args, **kwargs):
         t = measured(*args, **kwargs)
         model = [dataclasses.replace(e, time=sum(1.0 if c == "d" else 0.6 for c in e.code)) for e in t.entries]
         return dataclasses.replace(t, entries=model)
 
-    monkeypatch.setattr(tuning, "measure", with_model_times)
+    monkeypatch.setattr(tuning, "measure_engine", with_model_times)
 
 
 def direct_btt(f: np.ndarray, m: np.ndarray) -> np.ndarray:

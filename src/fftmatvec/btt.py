@@ -69,8 +69,18 @@ class LocalBTT:
         self.L = 2 * self.Nt
         self.Nf = self.Nt + 1
         self.backend = backend
-        self.Fhat = {np.dtype(dt): backend.fft_matrix(f, dt) for dt in set(map(np.dtype, sbgemv_dtypes))}
+        self.Fhat = backend.fft_matrices(f, sbgemv_dtypes)
         self._workspaces: dict[tuple[bool, str, int], _Workspace] = {}
+
+    def keep(self, sbgemv_dtypes) -> None:
+        """Keep ``Fhat`` only in ``sbgemv_dtypes`` (a subset of the kept
+        ones), freeing the other copy and every workspace (e.g. after the
+        measurement of ``precision="auto"``, which runs all 32 codes)."""
+        keep = set(map(np.dtype, sbgemv_dtypes))
+        if not keep <= set(self.Fhat):
+            raise ValueError(f"cannot keep {sorted(map(str, keep))}: Fhat is kept in {sorted(map(str, self.Fhat))}")
+        self.Fhat = {dt: a for dt, a in self.Fhat.items() if dt in keep}
+        self._workspaces.clear()
 
     @property
     def nbytes(self) -> int:

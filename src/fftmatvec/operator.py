@@ -19,6 +19,7 @@ from .backend.base import all_finite
 from .btt import LocalBTT, _no_timer
 from .errors import ConfigError, FftmatvecError, collective
 from .grid import SerialGrid
+from .tuning import MEASURED_DTYPES, AutoRequest
 from .vector import DistVector
 
 _F64 = np.dtype(np.float64)
@@ -56,11 +57,11 @@ class BTTOperator:
         Code for ``F^T`` products; default: the same as ``precision``.
     tolerance : float, optional
         With ``precision="auto"`` (and/or ``adjoint_precision="auto"``):
-        measure all 32 codes on this operator and keep, for ``F`` and for
-        ``F^T`` separately, the fastest whose relative error against
-        all-double is at most ``tolerance`` (:mod:`fftmatvec.tuning`,
-        docs/precision.md; one process only).  The measurement is kept as
-        :attr:`tuning`.
+        measure all 32 codes on this operator, through its products on its
+        grid, and keep, for ``F`` and for ``F^T`` separately, the fastest
+        whose relative error against all-double is at most ``tolerance``
+        (:mod:`fftmatvec.tuning`, docs/precision.md).  Collective.  The
+        measurement is kept as :attr:`tuning`.
     device : {"cpu", "gpu", "auto"} or Backend
     aux : (Nd, Nm, Nt) float64 array, optional
         First block column of a second BTT ``G`` of the same shape, for
@@ -77,6 +78,10 @@ class BTTOperator:
         so that it overlaps the computation of the next (design.md section 4;
         :meth:`fftmatvec.btt.LocalBTT.apply_rows`).  Default
         ``$FFTMATVEC_REDUCE_CHUNKS``, else 1 (one reduction after the product).
+    auto_options : dict, optional
+        For ``precision="auto"``: keywords of
+        :meth:`fftmatvec.tuning.AutoRequest.run` (``probes``, ``repeats``,
+        ``seed``, ``exact``, ``require_bound``, ``tie``).
 
     Attributes
     ----------
@@ -99,6 +104,7 @@ class BTTOperator:
         shape: tuple[int, int, int] | None = None,
         tolerance: float | None = None,
         reduce_chunks: int | None = None,
+        auto_options: dict[str, Any] | None = None,
     ) -> None:
         self.grid = grid if grid is not None else SerialGrid()
         self._one_process = isinstance(self.grid, SerialGrid)  # products skip votes and collectives
@@ -110,19 +116,16 @@ class BTTOperator:
             raise ConfigError(f"reduce_chunks must be a positive integer, got {reduce_chunks!r}") from None
         if self.reduce_chunks < 1:
             raise ConfigError(f"reduce_chunks must be a positive integer, got {reduce_chunks!r}")
-        # precision="auto" + tolerance: measure, then go on with the chosen codes.
+        # precision="auto": Fhat in both precisions until every code has been measured (below)
+        auto = AutoRequest.parse(precision, adjoint_precision, tolerance)
         self.tuning = None
-        if tolerance is not None or any(
-            isinstance(p, str) and p.strip().lower() == "auto" for p in (precision, adjoint_precision)
-        ):
-            from .tuning import auto_precision
-
-            device = get_backend(device)  # one backend for the measurement and the operator
-            self.tuning = auto_precision(f, precision, adjoint_precision, tolerance,
-                                         backend=device, grid=self.grid, shape=shape)
-            precision, adjoint_precision = self.tuning.forward, self.tuning.adjoint
-        self.precision = _precision.parse(precision)
-        self.adjoint_precision = _precision.parse(adjoint_precision or precision)
+        if auto is None:
+            self.precision = _precision.parse(precision)
+            self.adjoint_precision = _precision.parse(adjoint_precision or precision)
+            dtypes = {self.precision.sbgemv, self.adjoint_precision.sbgemv}
+        else:
+            self.precision = self.adjoint_precision = _precision.parse(_precision.DEFAULT)  # until chosen
+            dtypes = set(MEASURED_DTYPES)
         self._spares: dict[tuple, Any] = {}  # per product kind, the next result's array (_LocalCall)
         self._local_calls: dict[tuple, _LocalCall] = {}  # per input signature (_local_product)
         # Everything that can fail on one rank only (device, shapes, NaN in a
@@ -134,17 +137,23 @@ class BTTOperator:
             self.Nd, self.Nm, self.Nt = map(int, shape if shape is not None else np.shape(f))
             vote.share((self.Nd, self.Nm, self.Nt))
             f = self._local_slab(f, "f")
-            dtypes = {self.precision.sbgemv, self.adjoint_precision.sbgemv}
             self.engine = LocalBTT(f, self.backend, dtypes)
             self.aux_engine = None
             if aux is not None:
                 aux = self._local_slab(aux, "aux")
-                self.aux_engine = LocalBTT(aux, self.backend, {self.adjoint_precision.sbgemv})
+                self.aux_engine = LocalBTT(aux, self.backend, dtypes if auto else {self.adjoint_precision.sbgemv})
             self.backend.synchronize()
         vote.agreed("the operator sizes (Nd, Nm, Nt)")
         use_device = getattr(self.grid, "use_device", None)
         if use_device is not None:  # GPU: NCCL collectives where they can run (collective, voted)
             use_device(self.backend)
+        if auto is not None:
+            self.tuning = auto.run(self.engine, f, self.grid, (self.Nd, self.Nm, self.Nt), **(auto_options or {}))
+            self.precision = _precision.parse(self.tuning.forward)
+            self.adjoint_precision = _precision.parse(self.tuning.adjoint)
+            self.engine.keep({self.precision.sbgemv, self.adjoint_precision.sbgemv})
+            if self.aux_engine is not None:
+                self.aux_engine.keep({self.adjoint_precision.sbgemv})
 
     @classmethod
     def from_matrix_dir(

@@ -15,12 +15,14 @@ For one operator this module
    codes within :data:`TIE` (3%) of the fastest time count as equally fast
    and the most accurate of them is taken.
 
-``BTTOperator(f, precision="auto", tolerance=1e-7)`` runs :func:`auto_precision`.
-One engine (:class:`~fftmatvec.btt.LocalBTT`) keeps ``Fhat`` in both complex
-precisions and runs every code through ``engine.apply``: ``Fhat`` is
-computed twice (once per complex precision), not 32 times.  Only the public
-backend interface is used (``asarray``, ``to_host``, ``sbgemv``,
-``synchronize``), so the same code measures on the CPU and on a GPU.
+``BTTOperator(f, precision="auto", tolerance=1e-7)`` runs :meth:`AutoRequest.run`
+on its own engine (:class:`~fftmatvec.btt.LocalBTT`), which keeps ``Fhat`` in
+both complex precisions while every code runs through it (one transform: the
+complex64 copy is rounded from the complex128 one), then only in those of
+the chosen codes.  On a process grid each product is the distributed one
+(:func:`measure_engine`).  Only the public backend interface is used
+(``asarray``, ``to_host``, ``sbgemv``, ``synchronize``), so the same code
+measures on the CPU and on a GPU.
 
 See docs/precision.md.
 """
@@ -38,7 +40,8 @@ import numpy as np
 from . import precision as _precision
 from .backend import Backend, get_backend
 from .btt import LocalBTT
-from .errors import ConfigError, FftmatvecError
+from .errors import ConfigError, FftmatvecError, collective
+from .grid import SerialGrid
 from .precision import ALL_CODES, DEFAULT, DIRECTIONS, error_bound, model_sizes, parse, validate_tolerance
 
 #: Largest ``Nf * min(nd, nm)**2 * max(nd, nm)`` (about the flops of the
@@ -218,22 +221,89 @@ def conditioning(
     )
 
 
-def _power_norm(be: Backend, Fhat: Any, seed: int) -> float:
-    """``max_k sigma_max(Fhat[k])`` by a power iteration on all frequencies at once."""
+def _power_norm(be: Backend, Fhat: Any, seed: int, grid: Any = None, col0: int = 0) -> float:
+    """``max_k sigma_max(Fhat[k])`` by a power iteration on all frequencies at once.
+
+    On a process grid ``Fhat`` is this rank's block ``(Nf, nd, nm)`` of
+    columns ``col0:col0 + nm``; the sums over blocks go through the grid's
+    collectives (collective).  The start vector does not depend on the grid.
+    """
     xp = be.xp
+    grid = SerialGrid() if grid is None else grid
     nf, nd, nm = Fhat.shape
-    rng = np.random.default_rng(seed)
-    v = be.asarray(rng.standard_normal((nf, nm, 1)) + 1j * rng.standard_normal((nf, nm, 1)), dtype=Fhat.dtype)
+    start = _gaussian_rows((seed, _POWER_KEY), col0, nm, 2 * nf)  # each column's real, then imaginary parts
+    v = be.asarray(np.ascontiguousarray((start[:, :nf] + 1j * start[:, nf:]).T[:, :, None]), dtype=Fhat.dtype)
     w = be.empty((nf, nd, 1), Fhat.dtype)
-    sigma = None
+    sigma2 = None
     for _ in range(POWER_STEPS):
-        nv = xp.linalg.norm(v, axis=1, keepdims=True)
-        v /= xp.where(nv > 0, nv, 1)
-        be.sbgemv(Fhat, v, out=w, adjoint=False)  # w = F v, ||w|| -> sigma_max from below
-        sigma = xp.linalg.norm(w, axis=1)
-        be.sbgemv(Fhat, w, out=v, adjoint=True)  # v = F^H F v
+        nv2 = grid.row_reduce(xp.sum(xp.abs(v) ** 2, axis=1, keepdims=True), all=True)
+        v /= xp.where(nv2 > 0, xp.sqrt(nv2), 1)
+        _partial(be, Fhat, v, w, adjoint=False)  # w = F v, ||w|| -> sigma_max from below
+        w = grid.row_reduce(w, all=True)
+        sigma2 = grid.col_reduce(xp.sum(xp.abs(w) ** 2, axis=1), all=True)
+        _partial(be, Fhat, w, v, adjoint=True)  # v = F^H F v
+        v = grid.col_reduce(v, all=True)
     be.synchronize()
-    return float(be.to_host(sigma).max())
+    return math.sqrt(float(be.to_host(sigma2).max()))
+
+
+def _partial(be: Backend, Fhat: Any, x: Any, out: Any, adjoint: bool) -> None:
+    """``out = Fhat x`` (``Fhat^H x``) of this rank's block; zero where the
+    rank holds no block rows or columns (its part of a sum over the grid)."""
+    if Fhat.size:
+        be.sbgemv(Fhat, x, out=out, adjoint=adjoint)
+    else:
+        out.fill(0)
+
+
+def _grid_conditioning(be: Backend, f: np.ndarray, Fhat: Any, grid: Any, shape: tuple[int, int, int],
+                       seed: int) -> Conditioning:
+    """:func:`conditioning` on a process grid (collective): ``f`` and
+    ``Fhat`` are this rank's slab.  ``norm`` by the power iteration only;
+    ``cond`` would need whole frequencies on one rank and is not computed
+    (NaN)."""
+    Nd, Nm, Nt = shape
+    frob = math.sqrt(float(_allreduce(grid, np.array([_frobenius(f) ** 2]))[0]))
+    if not frob > 0:
+        raise FftmatvecError("F is zero: relative errors of its products are undefined")
+    smax = _power_norm(be, Fhat, seed, grid, grid.col_block(Nm)[0])
+    n_norm = smax * math.sqrt(Nt) / frob
+    return Conditioning(
+        norm=smax,
+        cond=math.nan,
+        frobenius=frob,
+        kappa_forward=n_norm * math.sqrt(Nm),
+        kappa_adjoint=n_norm * math.sqrt(Nd),
+        exact=False,
+        method=f"estimated on a {grid.pr}x{grid.pc} grid: {POWER_STEPS} steps of power iteration on all "
+               "frequencies (cond not computed)",
+    )
+
+
+def _gaussian_rows(key: tuple[int, ...], row0: int, n_rows: int, ncols: int) -> np.ndarray:
+    """Rows ``row0:row0 + n_rows`` of a standard Gaussian ``(N, ncols)`` array
+    fixed by ``key``, the same values whichever rows are asked for: each rank
+    draws its block of a probe, and every grid sees the same probes.
+
+    Box-Muller on uniforms of a PCG64 stream advanced to the first row (one
+    64-bit draw per uniform, two uniforms per value).
+    """
+    bits = np.random.PCG64(np.random.SeedSequence(list(key)))
+    bits.advance(2 * row0 * ncols)
+    u = np.random.Generator(bits).random((n_rows, 2, ncols))
+    return np.sqrt(-2.0 * np.log1p(-u[:, 0])) * np.cos(2.0 * math.pi * u[:, 1])
+
+
+def _allreduce(grid: Any, a: np.ndarray, op: str = "sum") -> np.ndarray:
+    """``a`` (host float64) summed (``op="max"``: its maximum) elementwise
+    over the ranks of ``grid`` in place; ``a`` itself on one process."""
+    comm = getattr(grid, "comm", None)
+    if comm is None:
+        return a
+    from mpi4py import MPI
+
+    comm.Allreduce(MPI.IN_PLACE, a, op=MPI.SUM if op == "sum" else MPI.MAX)
+    return a
 
 
 # -- measurement -----------------------------------------------------------------
@@ -490,10 +560,6 @@ def _finite_or_none(v: Any) -> Any:
     return v
 
 
-def _rel(y: np.ndarray, ref: np.ndarray, ref_norm: float) -> float:
-    return float(np.linalg.norm(y - ref) / ref_norm) if ref_norm > 0 else math.inf
-
-
 def measure(
     f: np.ndarray,
     *,
@@ -507,29 +573,19 @@ def measure(
     pr: int = 1,
     pc: int = 1,
 ) -> Tuning:
-    """Measure error and time of each code on the operator of ``f``.
+    """Measure error and time of each code on the operator of ``f``, in one process.
 
     Parameters
     ----------
     f : (Nd, Nm, Nt) float64, SOTI
-        The whole first block column (one process).
+        The whole first block column.
     backend : Backend or device name
-    codes : iterable of str
-        Default all 32.  ``ddddd`` is always the reference.
-    directions : iterable of "forward", "adjoint"
-    probes : int
-        Random Gaussian probe vectors per direction (the error is the
-        maximum over them).
-    repeats : int
-        Timed products per code (the median is kept), taken round-robin
-        over the codes in a shuffled order so that drift does not favour one.
-    seed : int
-        Seed of the probes and of the order.
-    exact : bool, optional
-        Passed to :func:`conditioning`.
+    codes, directions, probes, repeats, seed, exact
+        As for :func:`measure_engine`.
     pr, pc : int
-        Grid shape for the model's ``n_inner``/``n_reduce`` (measurements
-        run on one process; only ``1 x 1`` is measured today).
+        Grid shape for the model's ``n_inner``/``n_reduce`` only (the bound a
+        grid of that shape would have; the products run in this process).
+        To measure on a grid, ``BTTOperator(..., grid=grid, precision="auto")``.
 
     Returns
     -------
@@ -542,7 +598,79 @@ def measure(
         raise ConfigError(f"f must have shape (Nd, Nm, Nt), got {f.shape}")
     if not np.all(np.isfinite(f)):
         raise FftmatvecError("f contains NaN or Inf")
-    Nd, Nm, Nt = f.shape
+    engine = LocalBTT(f, be, MEASURED_DTYPES)
+    return measure_engine(engine, f, SerialGrid(), shape=f.shape, codes=codes, directions=directions,
+                          probes=probes, repeats=repeats, seed=seed, exact=exact, pr=pr, pc=pc)
+
+
+#: The precisions of ``Fhat`` an engine keeps while every code is measured.
+MEASURED_DTYPES = (np.dtype(np.complex64), np.dtype(np.complex128))
+
+_POWER_KEY = 1 << 20  # the power iteration's start vector, apart from the probes' keys (seed, direction, probe)
+
+
+def measure_engine(
+    engine: LocalBTT,
+    f: np.ndarray,
+    grid: Any,
+    *,
+    shape: tuple[int, int, int],
+    codes: Iterable[str] = ALL_CODES,
+    directions: Iterable[str] = DIRECTIONS,
+    probes: int = 3,
+    repeats: int = 5,
+    seed: int = 0,
+    exact: bool | None = None,
+    pr: int | None = None,
+    pc: int | None = None,
+) -> Tuning:
+    """Measure error and time of each code through the products of a process grid.
+
+    Collective over ``grid``: every rank calls it with its own slab.  Each
+    product is the distributed one (broadcast of the input blocks, the local
+    product, the reduction in the code's stage-5 precision), so the errors
+    include the reduction's and the times its communication.
+
+    Parameters
+    ----------
+    engine : LocalBTT
+        This rank's engine, ``Fhat`` kept in complex64 and complex128
+        (:data:`MEASURED_DTYPES`); its workspaces of every code stay until
+        :meth:`~fftmatvec.btt.LocalBTT.keep`.
+    f : (nd, nm, Nt) float64
+        This rank's slab of the first block column (for ``||F||_F``).
+    grid : process grid
+        :class:`~fftmatvec.grid.SerialGrid` for one process.
+    shape : (Nd, Nm, Nt)
+        Of the whole operator.
+    codes : iterable of str
+        Default all 32.  ``ddddd`` is always the reference.
+    directions : iterable of "forward", "adjoint"
+    probes : int
+        Random Gaussian probe vectors per direction (the error is the
+        maximum over them).  Probe ``p`` of direction ``i`` is fixed by
+        ``(seed, i, p)`` whatever the grid (:func:`_gaussian_rows`).
+    repeats : int
+        Timed products per code (the median is kept), taken round-robin over
+        the codes in a shuffled order so that drift does not favour one.  On
+        a grid each product starts after a barrier and counts the slowest
+        rank's time.
+    seed : int
+        Seed of the probes and of the order.
+    exact : bool, optional
+        Passed to :func:`conditioning` in one process; on a grid the norm is
+        estimated (``exact=True`` is a ConfigError).
+    pr, pc : int, optional
+        Grid shape of the error model; default the grid's.
+
+    Returns
+    -------
+    Tuning
+        The same on every rank (rank 0's), without a choice.
+    """
+    be = engine.backend
+    Nd, Nm, Nt = map(int, shape)
+    pr, pc = grid.pr if pr is None else int(pr), grid.pc if pc is None else int(pc)
     codes = [parse(c).code for c in codes]
     directions = list(dict.fromkeys(directions))
     for d in directions:
@@ -550,54 +678,89 @@ def measure(
     for name, v in (("probes", probes), ("repeats", repeats)):
         if isinstance(v, bool) or int(v) != v or v < 1:
             raise ConfigError(f"{name} must be a positive integer, got {v!r}")
-    rng = np.random.default_rng(seed)
-    engine = LocalBTT(f, be, {np.complex64, np.complex128})
-    cond = conditioning(f, backend=be, Fhat=engine.Fhat[np.dtype(np.complex128)], exact=exact, seed=seed)
-    ref_prec = parse(DEFAULT)
+    probes, repeats = int(probes), int(repeats)
+    with collective(getattr(grid, "comm", None), "preparing the precision measurement"):
+        for d in directions:  # every code's buffers (out of memory fails every rank here, not mid-product)
+            for code in codes:
+                engine.workspace(d == "adjoint", parse(code), 1)
+    Fhat = engine.Fhat[np.dtype(np.complex128)]
+    if grid.size == 1:
+        cond = conditioning(f, backend=be, Fhat=Fhat, exact=exact, seed=seed)
+    elif exact:
+        raise ConfigError("exact singular values need the whole matrix in one process; on a grid use exact=None")
+    else:
+        cond = _grid_conditioning(be, f, Fhat, grid, (Nd, Nm, Nt), seed)
+    order = np.random.default_rng(seed)
     entries: list[Measurement] = []
     kappa: dict[str, float] = {}
-    for d in directions:
+    for i, d in enumerate(directions):
         adjoint = d == "adjoint"
-        n_in = Nd if adjoint else Nm
-        xs = [rng.standard_normal((n_in, Nt, 1)) for _ in range(int(probes))]
-        x_dev = {dt: [be.asarray(x, dtype=dt) for x in xs] for dt in (np.dtype(np.float32), np.dtype(np.float64))}
-        refs = [_host(be, engine.apply(x, ref_prec, adjoint)) for x in x_dev[np.dtype(np.float64)]]
-        ref_norms = [float(np.linalg.norm(r)) for r in refs]
-        kappa[d] = max(
-            (cond.norm * float(np.linalg.norm(x)) / rn if rn > 0 else math.inf) for x, rn in zip(xs, ref_norms)
-        )
-        n_inner, n_reduce = model_sizes(d, Nd, Nm, pr, pc)
-        errors = {}
-        for code in codes:
-            p = parse(code)
-            errors[code] = max(
-                _rel(_host(be, engine.apply(x, p, adjoint)), r, rn)
-                for x, r, rn in zip(x_dev[p.pad], refs, ref_norms)
-            )
-        times = {code: [] for code in codes}
-        for _ in range(int(repeats)):
-            for code in rng.permutation(codes):
-                p = parse(str(code))
-                x = x_dev[p.pad][0]
+        space = "data" if adjoint else "param"
+        row0, n_local = grid.block(space, Nd if adjoint else Nm)
+        holds_out = grid.holds("param" if adjoint else "data")
+        host = [_gaussian_rows((seed, i, p), row0, n_local, Nt) for p in range(probes)] if grid.holds(space) else []
+        inputs = {dt: [be.asarray(x[:, :, None], dtype=dt) for x in host] or [be.empty((n_local, Nt, 1), dt)] * probes
+                  for dt in (np.dtype(np.float32), np.dtype(np.float64))}
+
+        def product(x: Any, prec: Any) -> np.ndarray | None:
+            y = _grid_product(engine, grid, x, prec, adjoint)
+            return _host(be, y) if holds_out else None
+
+        # per probe: ||x||^2, ||F x||^2, then per code ||y - F x||^2 (local sums, then summed over the grid)
+        sums = np.zeros((2 + len(codes), probes))
+        refs = []
+        for p in range(probes):
+            refs.append(product(inputs[np.dtype(np.float64)][p], parse(DEFAULT)))
+            sums[0, p] = float(np.sum(host[p] ** 2)) if host else 0.0
+            sums[1, p] = float(np.sum(refs[p] ** 2)) if holds_out else 0.0
+        for c, code in enumerate(codes):
+            prec = parse(code)
+            for p in range(probes):
+                y = product(inputs[prec.pad][p], prec)
+                sums[2 + c, p] = float(np.sum((y - refs[p]) ** 2)) if holds_out else 0.0
+        sums = np.sqrt(_allreduce(grid, sums))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            kappa[d] = float(np.max(np.where(sums[1] > 0, cond.norm * sums[0] / sums[1], math.inf)))
+            errors = {code: float(np.max(np.where(sums[1] > 0, sums[2 + c] / sums[1], math.inf)))
+                      for c, code in enumerate(codes)}
+        times = np.zeros((repeats, len(codes)))
+        for r in range(repeats):
+            for c in order.permutation(len(codes)):
+                prec = parse(codes[c])
+                x = inputs[prec.pad][0]
                 be.synchronize()
+                grid.barrier()
                 t0 = time.perf_counter()
-                engine.apply(x, p, adjoint)
+                _grid_product(engine, grid, x, prec, adjoint)
                 be.synchronize()
-                times[str(code)].append(time.perf_counter() - t0)
-        med = {code: float(np.median(ts)) for code, ts in times.items()}
-        front = pareto_front([med[c] for c in codes], [errors[c] for c in codes])
-        for code, on_front in zip(codes, front):
+                times[r, c] = time.perf_counter() - t0
+        med = np.median(_allreduce(grid, times, op="max"), axis=0)
+        front = pareto_front(med, [errors[c] for c in codes])
+        n_inner, n_reduce = model_sizes(d, Nd, Nm, pr, pc)
+        for code, t, on_front in zip(codes, med, front):
             bound = error_bound(code, kappa=kappa[d], Nt=Nt, n_inner=n_inner, n_reduce=n_reduce)
-            entries.append(Measurement(d, code, errors[code], med[code], bound, pareto=on_front))
-    return Tuning(
+            entries.append(Measurement(d, code, errors[code], float(t), bound, pareto=on_front))
+    result = Tuning(
         entries=entries,
         conditioning=cond,
         kappa=kappa,
-        sizes={"Nd": Nd, "Nm": Nm, "Nt": Nt, "pr": int(pr), "pc": int(pc)},
+        sizes={"Nd": Nd, "Nm": Nm, "Nt": Nt, "pr": pr, "pc": pc},
         device=be.name,
-        probes=int(probes),
-        repeats=int(repeats),
+        probes=probes,
+        repeats=repeats,
     )
+    comm = getattr(grid, "comm", None)
+    return result if comm is None else comm.bcast(result, root=0)
+
+
+def _grid_product(engine: LocalBTT, grid: Any, x: Any, prec: Any, adjoint: bool) -> Any:
+    """The distributed product of ``x`` (this rank's input block, a receive
+    buffer where the rank holds none) in ``prec``: the result's block on its
+    holders, None elsewhere (the stages of :meth:`BTTOperator.matvec` /
+    ``rmatvec`` without their checks, chunks and timers)."""
+    if adjoint:
+        return grid.col_reduce(engine.apply(grid.row_bcast(x), prec, adjoint=True))
+    return grid.row_reduce(engine.apply(grid.col_bcast(x), prec))
 
 
 def _host(be: Backend, y: Any) -> np.ndarray:
@@ -627,62 +790,74 @@ def _is_auto(code: Any) -> bool:
     return isinstance(code, str) and code.strip().lower() == "auto"
 
 
-def auto_precision(
-    f: np.ndarray,
-    precision: Any,
-    adjoint_precision: Any,
-    tolerance: Any,
-    *,
-    backend: "str | Backend" = "cpu",
-    grid: Any = None,
-    shape: tuple[int, int, int] | None = None,
-    **kwargs: Any,
-) -> Tuning:
-    """Resolve ``precision="auto"`` for :class:`~fftmatvec.operator.BTTOperator`.
+@dataclass(frozen=True)
+class AutoRequest:
+    """What ``precision="auto"`` asks of :class:`~fftmatvec.operator.BTTOperator`.
 
-    ``precision`` "auto" chooses the code of ``F``; ``adjoint_precision``
-    "auto" or None (with ``precision="auto"``) that of ``F^T``; a given code
-    is kept as it is (and not measured).  Returns the :class:`Tuning` whose
-    ``forward``/``adjoint`` are the codes to use.
-
-    Raises :class:`ConfigError` for a tolerance without "auto", "auto"
-    without a valid tolerance, or a grid of more than one process (the
-    measurement runs on one process for now).
+    Attributes
+    ----------
+    tolerance : float
+        Relative error against all-double.
+    forward, adjoint : str or None
+        A code given for that direction (kept, not measured); None where it
+        is chosen by measurement.
     """
-    fwd_auto = _is_auto(precision)
-    adj_auto = _is_auto(adjoint_precision) or (fwd_auto and adjoint_precision is None)
-    if not (fwd_auto or adj_auto):
-        raise ConfigError(
-            f"tolerance={tolerance!r} is used only with precision='auto' (got precision={precision!r})"
-        )
-    if tolerance is None:
-        raise ConfigError("precision='auto' needs a tolerance, e.g. tolerance=1e-7 (relative error)")
-    tol = validate_tolerance(tolerance)
-    if grid is not None and getattr(grid, "size", 1) != 1:
-        raise ConfigError(
-            "precision='auto' runs its measurement on one process for now: use the 1x1 grid, "
-            "or choose the codes with `fftmatvec precision` and pass them"
-        )
-    if shape is not None and tuple(np.shape(f)) != tuple(shape):
-        raise ConfigError(f"precision='auto' needs the whole matrix {tuple(shape)}, got {np.shape(f)}")
-    fixed_fwd = None if fwd_auto else parse(precision).code
-    fixed_adj = None if adj_auto else parse(adjoint_precision if adjoint_precision is not None else precision).code
-    directions = [d for d, auto in (("forward", fwd_auto), ("adjoint", adj_auto)) if auto]
-    result = tune(f, tol, backend=backend, directions=directions, **kwargs)
-    result = replace(
-        result,
-        forward=result.forward if fwd_auto else fixed_fwd,
-        adjoint=result.adjoint if adj_auto else fixed_adj,
-    )
-    for d in directions:
-        if not result.met[d]:
-            warnings.warn(
-                f"precision='auto': no code meets tolerance {tol:g} for "
-                f"{'F' if d == 'forward' else 'F^T'}; using the all-double {DEFAULT}",
-                RuntimeWarning,
-                stacklevel=3,
+
+    tolerance: float
+    forward: str | None
+    adjoint: str | None
+
+    @classmethod
+    def parse(cls, precision: Any, adjoint_precision: Any, tolerance: Any) -> "AutoRequest | None":
+        """The request of the operator's arguments; None when neither
+        ``precision`` nor ``adjoint_precision`` is "auto" and no tolerance is
+        given.  ``precision`` "auto" chooses the code of ``F``;
+        ``adjoint_precision`` "auto", or None with ``precision="auto"``,
+        that of ``F^T``.
+
+        Raises :class:`ConfigError` for a tolerance without "auto" or "auto"
+        without a valid tolerance, before anything is computed.
+        """
+        fwd_auto = _is_auto(precision)
+        adj_auto = _is_auto(adjoint_precision) or (fwd_auto and adjoint_precision is None)
+        if tolerance is None and not (fwd_auto or adj_auto):
+            return None
+        if not (fwd_auto or adj_auto):
+            raise ConfigError(
+                f"tolerance={tolerance!r} is used only with precision='auto' (got precision={precision!r})"
             )
-    return result
+        if tolerance is None:
+            raise ConfigError("precision='auto' needs a tolerance, e.g. tolerance=1e-7 (relative error)")
+        return cls(
+            tolerance=validate_tolerance(tolerance),
+            forward=None if fwd_auto else parse(precision).code,
+            adjoint=None if adj_auto else parse(adjoint_precision if adjoint_precision is not None else precision).code,
+        )
+
+    @property
+    def directions(self) -> list[str]:
+        """The directions to measure."""
+        return [d for d, code in (("forward", self.forward), ("adjoint", self.adjoint)) if code is None]
+
+    def run(self, engine: LocalBTT, f: np.ndarray, grid: Any, shape: tuple[int, int, int], *,
+            require_bound: bool = False, tie: float = TIE, **options: Any) -> Tuning:
+        """:func:`measure_engine` (collective; ``options`` are its keywords)
+        then :meth:`Tuning.choose`.  Returns the :class:`Tuning` whose
+        ``forward``/``adjoint`` are the codes to use (given ones kept); warns
+        where no code met the tolerance and ``ddddd`` was taken."""
+        _check_tie(tie)
+        result = measure_engine(engine, f, grid, shape=shape, directions=self.directions, **options)
+        result = result.choose(self.tolerance, require_bound=require_bound, tie=tie)
+        result = replace(result, forward=self.forward or result.forward, adjoint=self.adjoint or result.adjoint)
+        for d in self.directions:
+            if not result.met[d]:
+                warnings.warn(
+                    f"precision='auto': no code meets tolerance {self.tolerance:g} for "
+                    f"{'F' if d == 'forward' else 'F^T'}; using the all-double {DEFAULT}",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+        return result
 
 
 # -- test operators ----------------------------------------------------------------

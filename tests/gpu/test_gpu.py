@@ -1534,6 +1534,36 @@ def test_fft_matrix_chunks_and_memory_check(gpu, rng):
         gpu.fft_matrix(huge, np.complex128)
 
 
+def test_fft_matrices_round_complex64_from_complex128_and_check_memory(gpu, rng):
+    f = rng.standard_normal((4, 9, 11))
+    both = gpu.fft_matrices(f, [np.complex64, np.complex128])
+    for dt in (np.complex64, np.complex128):
+        assert cupy.array_equal(both[np.dtype(dt)], gpu.fft_matrix(f, dt))
+    huge = np.broadcast_to(np.zeros(1), (10_000, 100_000, 1000))  # 12 PB in two copies
+    with pytest.raises(FftmatvecError, match="complex128 and complex64 needs .* bytes"):
+        gpu.fft_matrices(huge, [np.complex64, np.complex128])
+
+
+def test_auto_precision_on_the_gpu_measures_as_the_cpu(gpu, rng):
+    """The same probes on both devices: the errors of each code agree within
+    4x (single-precision kernels differ), the chosen codes meet the tolerance
+    on fresh vectors and only their copies of Fhat stay."""
+    from fftmatvec.tuning import measure, synthetic_matrix
+
+    seed = int(rng.integers(2**31))
+    f = synthetic_matrix(7, 45, 33, cond=1e2, seed=seed)
+    options = dict(probes=2, repeats=2, seed=seed)
+    cpu = measure(f, **options)
+    op = BTTOperator(f, device="gpu", precision="auto", tolerance=1e-6, auto_options=options)
+    assert op.tuning.device == "gpu" and len(op.tuning.entries) == 64
+    for e in op.tuning.entries:
+        ref = cpu.entry(e.direction, e.code).error
+        assert (e.error == 0.0) if e.code == "ddddd" else (ref / 4 <= e.error <= 4 * ref), (e.direction, e.code)
+    assert set(op.engine.Fhat) == {op.precision.sbgemv, op.adjoint_precision.sbgemv}
+    m = rng.standard_normal((45, 33))
+    assert rel_err(op.matvec(cupy.asarray(m)).get(), BTTOperator(f).matvec(m)) <= 3e-6
+
+
 def test_shared_memory_opt_in_counts_static(gpu):
     """A kernel with 40 KB of static shared memory launched with 16 KB of
     dynamic shared memory needs the opt-in although 16 KB is under 48 KB."""

@@ -267,3 +267,25 @@ def test_replicated_operator_keeps_whole_vectors_on_the_device(comm):
                 y = getattr(F, name)(cupy.asarray(v))
                 assert isinstance(y, cupy.ndarray), (shape, name)
                 assert max_all(comm, rel_err(y.get(), refs[name])) < 1e-13, (shape, name)
+
+
+@pytest.mark.mpi(min_size=1)
+def test_auto_precision_on_a_gpu_grid(comm):
+    """``precision="auto"`` measured through the GPU grid's products (NCCL or
+    MPI): one choice on every rank, each code's error within 4x of the CPU's
+    one-process measurement on the same probes."""
+    from fftmatvec.tuning import measure, synthetic_matrix
+
+    f = synthetic_matrix(5, 31, 20, cond=1e2, seed=4)
+    options = dict(probes=2, repeats=1, seed=4)
+    cpu = measure(f, **options)
+    if forced_nccl_impossible(comm.size):
+        pytest.skip(f"{COLLECTIVES_ENV}=nccl cannot run here ({comm.size} ranks, {_NDEV} GPUs)")
+    for shape in shapes(comm.size):
+        with make_grid(comm, shape) as grid:
+            op = BTTOperator(f, grid=grid, device="gpu", precision="auto", tolerance=1e-6, auto_options=options)
+            t = op.tuning
+            assert comm.bcast((t.forward, t.adjoint), root=0) == (t.forward, t.adjoint)
+            ratios = [e.error / cpu.entry(e.direction, e.code).error for e in t.entries if e.code != "ddddd"]
+            worst = max(max(ratios), 1 / min(ratios))
+            assert max_all(comm, worst) <= 4, (shape, grid.collectives, worst)

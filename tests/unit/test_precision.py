@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 
 from fftmatvec import BTTOperator, ConfigError
+from fftmatvec.btt import LocalBTT
 from fftmatvec.precision import (ALL_CODES, CONSTANTS, DEFAULT, STAGES, error_bound, error_terms, model_sizes, parse,
                                  validate_tolerance)
-from fftmatvec.tuning import TIE, Measurement, Tuning, conditioning, measure, pareto_front, synthetic_matrix
+from fftmatvec.tuning import (TIE, Measurement, Tuning, _gaussian_rows, conditioning, measure, pareto_front,
+                              synthetic_matrix)
 
 EPS_S = float(np.finfo(np.float32).eps) / 2
 EPS_D = float(np.finfo(np.float64).eps) / 2
@@ -303,3 +305,50 @@ def test_cli_matrix_dir_and_errors(tmp_path, capsys):
                 ["--Nm", "3", "--Nd", "2", "--Nt", "4", "--tol", "1e-7", "--grid", "2x2"]):
         with pytest.raises(ConfigError):
             _cli(bad)
+
+
+# -- the measurement's probes and its copies of Fhat ------------------------------------------------
+def test_probe_rows_do_not_depend_on_the_split(rng):
+    seed = int(rng.integers(2**31))
+    whole = _gaussian_rows((seed, 1, 2), 0, 11, 7)
+    parts = np.concatenate([_gaussian_rows((seed, 1, 2), a, b - a, 7) for a, b in ((0, 4), (4, 5), (5, 11))])
+    assert np.array_equal(whole, parts)
+    assert not np.array_equal(whole, _gaussian_rows((seed, 1, 3), 0, 11, 7))  # another probe
+    big = _gaussian_rows((seed, 0, 0), 0, 400, 500)
+    assert abs(big.mean()) < 0.01 and abs(big.std() - 1) < 0.01  # standard Gaussian (2e5 values)
+    assert abs(np.mean(big**4) - 3) < 0.1
+
+
+def test_complex64_copy_rounded_from_complex128_is_the_direct_one(rng):
+    from fftmatvec.backend import get_backend
+
+    be = get_backend("cpu")
+    f = rng.standard_normal((3, 7, 10))
+    both = be.fft_matrices(f, [np.complex64, np.complex128])
+    assert np.array_equal(both[np.dtype(np.complex64)], be.fft_matrix(f, np.complex64))
+    assert np.array_equal(both[np.dtype(np.complex128)], be.fft_matrix(f, np.complex128))
+    engine = LocalBTT(f, be, both)
+    engine.apply(np.zeros((7, 10, 1)), parse("ddddd"))
+    engine.keep([np.complex64])
+    assert set(engine.Fhat) == {np.dtype(np.complex64)} and not engine._workspaces
+    with pytest.raises(ValueError, match="cannot keep"):
+        engine.keep([np.complex128])
+
+
+def test_auto_transforms_f_once_and_keeps_the_chosen_precisions(monkeypatch, model_times):
+    from fftmatvec.backend.cpu import CPUBackend
+
+    calls, original = [], CPUBackend.fft_matrix
+
+    def counted(self, f, dtype):
+        calls.append(np.dtype(dtype))
+        return original(self, f, dtype)
+
+    monkeypatch.setattr(CPUBackend, "fft_matrix", counted)
+    f = synthetic_matrix(6, 20, 16, cond=1e2, seed=3)
+    op = BTTOperator(f, precision="auto", tolerance=1e-5)
+    assert calls == [np.dtype(np.complex128)]  # complex64 rounded from it, not transformed again
+    kept = {op.precision.sbgemv, op.adjoint_precision.sbgemv}
+    assert set(op.engine.Fhat) == kept and np.dtype(np.complex64) in kept  # model times favour single stages
+    m = np.random.default_rng(0).standard_normal((20, 16))
+    assert rel_err(op.matvec(m), BTTOperator(f).matvec(m)) <= 3e-5

@@ -260,6 +260,24 @@ class Backend(abc.ABC):
             Fhat[:, i, :] = self.asarray(row.T.astype(dtype))
         return Fhat
 
+    def fft_matrices(self, f: np.ndarray, dtypes: Any) -> dict[np.dtype, Array]:
+        """``Fhat`` of one slab in each complex dtype of ``dtypes``, from one
+        transform: with complex128 among them the other copy is rounded from
+        it, which gives the values :meth:`fft_matrix` gives (both round the
+        float64 transform once).  Checks the memory of all copies first
+        (:meth:`check_free`)."""
+        dtypes = sorted(set(map(np.dtype, dtypes)), key=lambda dt: -dt.itemsize)
+        nd, nm, nt = f.shape
+        need = (nt + 1) * nd * nm * sum(dt.itemsize for dt in dtypes)
+        self.check_free(need, f"Fhat of {nd}x{nm}x{nt + 1} in {' and '.join(dt.name for dt in dtypes)}")
+        first = self.fft_matrix(f, dtypes[0])
+        return {dtypes[0]: first, **{dt: self.copy_as(first, dt) for dt in dtypes[1:]}}
+
+    def check_free(self, nbytes: int, what: str) -> None:
+        """Raise :class:`~fftmatvec.errors.FftmatvecError` naming ``what`` and
+        the bytes when ``nbytes`` of new arrays would not fit (the GPU's free
+        memory; host memory is not checked)."""
+
     @abc.abstractmethod
     def copy_bandwidth(self, nbytes: int = 1 << 30, repeats: int = 5) -> float:
         """Measured copy bandwidth in bytes/s, counting bytes read plus written

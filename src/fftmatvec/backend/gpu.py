@@ -186,6 +186,14 @@ class GPUBackend(GPUTransforms, GPUProducts, Backend):
         free, _ = self._cupy.cuda.runtime.memGetInfo()
         return int(free) + int(self._cupy.get_default_memory_pool().free_bytes())
 
+    def check_free(self, nbytes: int, what: str) -> None:
+        free = self.free_bytes()
+        if nbytes > free:
+            raise FftmatvecError(
+                f"{what} needs {nbytes} bytes ({nbytes / 2**30:.2f} GiB) on GPU {self.device_id}, but only "
+                f"{free} bytes ({free / 2**30:.2f} GiB) are free; use more ranks or single precision"
+            )
+
     @staticmethod
     def _contiguous(a: Array, what: str) -> None:
         if not a.flags.c_contiguous:

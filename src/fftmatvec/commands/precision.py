@@ -4,6 +4,10 @@ For a matrix directory or a random operator of given sizes: every one of the
 32 precision codes, for ``F m`` and ``F^T d``, with its predicted error bound,
 its measured error against all-double and its median time; the Pareto front;
 the fastest code meeting ``--tol`` for each direction (docs/precision.md).
+
+Under ``mpiexec``/``srun`` the products are those of the ``--grid``, each rank
+holding its slab: the errors include the reductions' and the times their
+communication.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
+from .matvec import add_grid_options
 
 
 def _positive(text: str) -> int:
@@ -42,9 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tie", type=float, default=0.03, metavar="FRAC",
                    help="codes within this relative time of the fastest count as equally fast; "
                         "the most accurate of them is chosen (default 0.03)")
-    p.add_argument("--grid", default="1x1", metavar="PRxPC",
-                   help="process grid; only 1x1 for now (the measurement runs on one process)")
-    p.add_argument("--device", default="cpu", choices=("cpu", "gpu", "auto"))
+    add_grid_options(p)
     p.add_argument("--probes", type=_positive, default=3, help="random probe vectors per direction (default 3)")
     p.add_argument("--repeats", type=_positive, default=7, help="timed products per code (median, default 7)")
     p.add_argument("--svd", choices=("auto", "exact", "estimate"), default="auto",
@@ -56,24 +60,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _grid_shape(option: str) -> tuple[int, int]:
-    from ..errors import ConfigError
-    from ..grid import parse_shape
-
-    try:
-        pr, pc = parse_shape(option, 1)
-    except ConfigError as exc:
-        raise ConfigError(f"--grid {option}: the precision measurement runs on one process for now, "
-                          f"so only 1x1 is accepted ({exc})") from None
-    return pr, pc
-
-
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..errors import ConfigError
+    from ..grid import ProcessGrid
+    from ..operator import BTTOperator
     from ..precision import validate_tolerance
-    from ..tuning import synthetic_matrix, tune
+    from ..tuning import synthetic_matrix
 
     try:
         tol = validate_tolerance(float(args.tol))
@@ -84,33 +78,31 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("give either --matrix DIR or --Nm/--Nd/--Nt, not both")
     if args.matrix is None and any(v is None for v in sizes):
         raise ConfigError("give --matrix DIR, or all of --Nm, --Nd and --Nt for a random operator")
-    pr, pc = _grid_shape(args.grid)
-    from ..mpi import launched, size
-
-    if launched() and size() > 1:  # every rank raises the same error
-        raise ConfigError(f"fftmatvec precision runs on one process for now, not {size()} ranks: "
-                          "start it without mpiexec/srun")
+    exact = {"auto": None, "exact": True, "estimate": False}[args.svd]
+    auto = dict(precision="auto", tolerance=tol, device=args.device,
+                auto_options=dict(probes=args.probes, repeats=args.repeats, seed=args.seed, exact=exact,
+                                  require_bound=args.require_bound, tie=args.tie))
     if args.matrix is not None:
-        from ..io import read_matrix
+        from ..io import read_meta
 
-        f, _ = read_matrix(args.matrix)
-        f = np.asarray(f, dtype=np.float64)
+        meta = read_meta(args.matrix)
+        grid = ProcessGrid.from_option(None, args.grid, Nd=meta.Nd, Nm=meta.Nm)
+        op = BTTOperator.from_matrix_dir(args.matrix, grid=grid, **auto)  # each rank reads its slab
         source = f"matrix {args.matrix}"
     else:
         if not (np.isfinite(args.cond) and args.cond >= 1):
             raise ConfigError(f"--cond must be a number >= 1, got {args.cond}")
-        f = synthetic_matrix(args.Nd, args.Nm, args.Nt, cond=args.cond, seed=args.seed)
+        grid = ProcessGrid.from_option(None, args.grid, Nd=args.Nd, Nm=args.Nm)
+        f = synthetic_matrix(args.Nd, args.Nm, args.Nt, cond=args.cond, seed=args.seed)  # each rank keeps its slab
+        op = BTTOperator(f, grid=grid, **auto)
         source = f"random operator (synthetic_matrix, cond {args.cond:g}, seed {args.seed})"
-    exact = {"auto": None, "exact": True, "estimate": False}[args.svd]
-    result = tune(
-        f, tol, require_bound=args.require_bound, tie=args.tie, backend=args.device, probes=args.probes,
-        repeats=args.repeats, seed=args.seed, exact=exact, pr=pr, pc=pc,
-    )
-    out = sys.stderr if args.json else sys.stdout
-    print(source, file=out)
-    print(result.format(), file=out)
-    if args.plot:
-        print(f"plot: {result.plot(args.plot)}", file=out)
-    if args.json:
-        print(json.dumps(result.to_dict()))
+    result = op.tuning
+    if grid.rank == 0:
+        out = sys.stderr if args.json else sys.stdout
+        print(source, file=out)
+        print(result.format(), file=out)
+        if args.plot:
+            print(f"plot: {result.plot(args.plot)}", file=out)
+        if args.json:
+            print(json.dumps(result.to_dict()))
     return 0

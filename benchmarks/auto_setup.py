@@ -1,0 +1,70 @@
+"""Set-up time of an operator with ``precision="auto"``: ``Fhat`` and the measurement of the 32 codes.
+
+Builds ``BTTOperator(f, precision="auto", tolerance=TOL)`` on a random operator
+(``tuning.synthetic_matrix``) ``--rounds`` times and prints one JSON line per
+round: the whole set-up, the calls of ``Backend.fft_matrix`` (the transforms of
+``f``, counted and timed by wrapping it) and the chosen codes.  Uses
+only ``BTTOperator``'s public arguments, so the same script times another
+revision's ``src/`` (``PYTHONPATH=OTHER/src``).
+
+    python benchmarks/auto_setup.py --Nm 3000 --Nd 80 --Nt 500 --device cpu --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--Nm", type=int, default=3000)
+    p.add_argument("--Nd", type=int, default=80)
+    p.add_argument("--Nt", type=int, default=500)
+    p.add_argument("--tol", type=float, default=1e-7)
+    p.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--label", default="", help="written into each line (e.g. the revision)")
+    args = p.parse_args()
+
+    from fftmatvec import BTTOperator
+    from fftmatvec.backend import get_backend
+    from fftmatvec.tuning import synthetic_matrix
+
+    be = get_backend(args.device)
+    spent = {"transform_s": 0.0, "transforms": 0}
+
+    def timed(fn):
+        def wrapper(*a, **k):
+            be.synchronize()
+            t0 = time.perf_counter()
+            out = fn(*a, **k)
+            be.synchronize()
+            spent["transform_s"] += time.perf_counter() - t0
+            spent["transforms"] += 1
+            return out
+        return wrapper
+
+    be.fft_matrix = timed(be.fft_matrix)  # this instance only: get_backend returns it to the operator
+    f = synthetic_matrix(args.Nd, args.Nm, args.Nt, cond=1e3, seed=0)
+    BTTOperator(f[:2, :3, :4], device=be)  # imports, kernels compiled: not counted
+    for r in range(args.rounds):
+        spent.update(transform_s=0.0, transforms=0)
+        be.synchronize()
+        t0 = time.perf_counter()
+        op = BTTOperator(f, precision="auto", tolerance=args.tol, device=be)
+        be.synchronize()
+        total = time.perf_counter() - t0
+        print(json.dumps({"label": args.label, "round": r, "Nm": args.Nm, "Nd": args.Nd, "Nt": args.Nt,
+                          "device": args.device, "setup_s": round(total, 3),
+                          "transform_s": round(spent["transform_s"], 3), "fft_matrix_calls": spent["transforms"],
+                          "forward": op.precision.code, "adjoint": op.adjoint_precision.code,
+                          "fhat_bytes": int(sum(np.prod(a.shape) * a.itemsize for a in op.engine.Fhat.values()))}),
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
