@@ -136,6 +136,7 @@ def conditioning(
     Fhat: Any = None,
     exact: bool | None = None,
     seed: int = 0,
+    power_Fhat: Any = None,
 ) -> Conditioning:
     """Norm and condition of ``F`` from the singular values of ``Fhat``.
 
@@ -152,6 +153,9 @@ def conditioning(
         exact when ``Nf * min(nd, nm)**2 * max(nd, nm) <= EXACT_SVD_WORK``.
     seed : int
         Start vectors of the power iteration.
+    power_Fhat : (Nf, nd, nm) complex array on ``backend``, optional
+        The copy the power iteration reads: a complex64 one halves its reads
+        (default ``Fhat``, or a complex64 transform of ``f``).
 
     Estimate: the full SVD at :data:`SAMPLED_FREQUENCIES` evenly spaced
     frequencies (``cond`` is their maximum, a lower bound of the true one)
@@ -202,9 +206,9 @@ def conditioning(
         s = _singular_values(host_freqs(idx))
         with np.errstate(divide="ignore", invalid="ignore"):
             cond = float(np.where(s[:, -1] > 0, s[:, 0] / s[:, -1], np.inf).max())
-        if Fhat is None:
-            Fhat = be.fft_matrix(f, np.complex64)
-        smax = max(float(s[:, 0].max()), _power_norm(be, Fhat, seed))
+        if power_Fhat is None:
+            power_Fhat = Fhat if Fhat is not None else be.fft_matrix(f, np.complex64)
+        smax = max(float(s[:, 0].max()), _power_norm(be, power_Fhat, seed))
         method = (
             f"estimated: SVD at {len(idx)} of {nf} frequencies, "
             f"{POWER_STEPS} steps of power iteration on all"
@@ -320,7 +324,8 @@ class Measurement:
         ``y_ref`` the ``ddddd`` product (so ``ddddd`` itself has 0).
     time : float
         Median seconds of one product (``K = 1``, input already on the
-        device in the pad precision, device synchronised around the call).
+        device in the pad precision, device synchronised around the call);
+        NaN for a code not timed (:func:`measure_engine`'s ``time_below``).
     bound : float
         :func:`~fftmatvec.precision.error_bound` with the probes' ``kappa``.
     pareto : bool
@@ -404,7 +409,8 @@ class Tuning:
 
     def table(self, direction: str) -> list[Measurement]:
         """The entries of one direction, fastest first."""
-        return sorted((e for e in self.entries if e.direction == direction), key=lambda e: (e.time, e.error))
+        return sorted((e for e in self.entries if e.direction == direction),
+                      key=lambda e: (math.isnan(e.time), e.time, e.error))
 
     def entry(self, direction: str, code: str) -> Measurement:
         for e in self.entries:
@@ -421,7 +427,8 @@ class Tuning:
 
     def choose(self, tolerance: float, require_bound: bool = False, tie: float = TIE) -> "Tuning":
         """A copy with the fastest code per direction whose measured error
-        (and predicted bound, if ``require_bound``) is at most ``tolerance``.
+        (and predicted bound, if ``require_bound``) is at most ``tolerance``;
+        a code that was not timed cannot be chosen.
 
         Codes whose median time is within ``tie`` (relative) of the fastest
         admissible one count as equally fast (timing noise); among those the
@@ -434,7 +441,7 @@ class Tuning:
         _check_tie(tie)
         entries, chosen, met = [], {}, {}
         for e in self.entries:
-            ok = e.error <= tol and (not require_bound or e.bound <= tol)
+            ok = e.error <= tol and (not require_bound or e.bound <= tol) and not math.isnan(e.time)
             entries.append(replace(e, meets=bool(ok)))
         for d in self.directions:
             ok = [e for e in entries if e.direction == d and e.meets]
@@ -491,8 +498,9 @@ class Tuning:
             for e in self.table(d):
                 mark = "<- chosen" if e.code == self.chosen(d) and self.tolerance is not None else ""
                 meets = ("yes" if e.meets else "no") if self.tolerance is not None else "-"
+                timed = f"{'-':>10} {'-':>8}" if math.isnan(e.time) else f"{e.time * 1e3:10.3f} {ref / e.time:7.2f}x"
                 lines.append(
-                    f"  {e.code:<6} {e.bound:9.2e} {e.error:9.2e} {e.time * 1e3:10.3f} {ref / e.time:7.2f}x"
+                    f"  {e.code:<6} {e.bound:9.2e} {e.error:9.2e} {timed}"
                     f"  {'*' if e.pareto else ' ':^5}  {meets:<5} {mark}".rstrip()
                 )
         if self.tolerance is not None:
@@ -519,7 +527,7 @@ class Tuning:
         dirs = self.directions
         fig, axes = plt.subplots(1, len(dirs), figsize=(6.5 * len(dirs), 5), squeeze=False)
         for ax, d in zip(axes[0], dirs):
-            tab = self.table(d)
+            tab = [e for e in self.table(d) if not math.isnan(e.time)]
             positive = [e.error for e in tab if e.error > 0]
             floor = (min(positive) if positive else float(np.finfo(np.float64).eps)) / 10  # ddddd's 0
             t = np.array([e.time * 1e3 for e in tab])
@@ -623,6 +631,7 @@ def measure_engine(
     exact: bool | None = None,
     pr: int | None = None,
     pc: int | None = None,
+    time_below: float | None = None,
 ) -> Tuning:
     """Measure error and time of each code through the products of a process grid.
 
@@ -662,6 +671,10 @@ def measure_engine(
         estimated (``exact=True`` is a ConfigError).
     pr, pc : int, optional
         Grid shape of the error model; default the grid's.
+    time_below : float, optional
+        Time only the codes whose measured error is at most this (``ddddd``
+        always); the others get a NaN time and stay off the Pareto front.
+        A choice for a tolerance needs no more (``precision="auto"``).
 
     Returns
     -------
@@ -683,13 +696,14 @@ def measure_engine(
         for d in directions:  # every code's buffers (out of memory fails every rank here, not mid-product)
             for code in codes:
                 engine.workspace(d == "adjoint", parse(code), 1)
-    Fhat = engine.Fhat[np.dtype(np.complex128)]
+    # the power iteration's estimate of ||F|| needs a few digits: it reads the complex64 copy, half the bytes
+    Fhat, single = engine.Fhat[np.dtype(np.complex128)], engine.Fhat[np.dtype(np.complex64)]
     if grid.size == 1:
-        cond = conditioning(f, backend=be, Fhat=Fhat, exact=exact, seed=seed)
+        cond = conditioning(f, backend=be, Fhat=Fhat, exact=exact, seed=seed, power_Fhat=single)
     elif exact:
         raise ConfigError("exact singular values need the whole matrix in one process; on a grid use exact=None")
     else:
-        cond = _grid_conditioning(be, f, Fhat, grid, (Nd, Nm, Nt), seed)
+        cond = _grid_conditioning(be, f, single, grid, (Nd, Nm, Nt), seed)
     order = np.random.default_rng(seed)
     entries: list[Measurement] = []
     kappa: dict[str, float] = {}
@@ -723,9 +737,11 @@ def measure_engine(
             kappa[d] = float(np.max(np.where(sums[1] > 0, cond.norm * sums[0] / sums[1], math.inf)))
             errors = {code: float(np.max(np.where(sums[1] > 0, sums[2 + c] / sums[1], math.inf)))
                       for c, code in enumerate(codes)}
-        times = np.zeros((repeats, len(codes)))
+        timed = [c for c, code in enumerate(codes)
+                 if time_below is None or code == DEFAULT or errors[code] <= time_below]
+        times = np.full((repeats, len(codes)), math.nan)
         for r in range(repeats):
-            for c in order.permutation(len(codes)):
+            for c in order.permutation(timed):
                 prec = parse(codes[c])
                 x = inputs[prec.pad][0]
                 be.synchronize()
@@ -735,7 +751,9 @@ def measure_engine(
                 be.synchronize()
                 times[r, c] = time.perf_counter() - t0
         med = np.median(_allreduce(grid, times, op="max"), axis=0)
-        front = pareto_front(med, [errors[c] for c in codes])
+        front = [False] * len(codes)
+        for c, on_front in zip(timed, pareto_front(med[timed], [errors[codes[c]] for c in timed])):
+            front[c] = on_front
         n_inner, n_reduce = model_sizes(d, Nd, Nm, pr, pc)
         for code, t, on_front in zip(codes, med, front):
             bound = error_bound(code, kappa=kappa[d], Nt=Nt, n_inner=n_inner, n_reduce=n_reduce)
@@ -840,13 +858,16 @@ class AutoRequest:
         return [d for d, code in (("forward", self.forward), ("adjoint", self.adjoint)) if code is None]
 
     def run(self, engine: LocalBTT, f: np.ndarray, grid: Any, shape: tuple[int, int, int], *,
-            require_bound: bool = False, tie: float = TIE, **options: Any) -> Tuning:
+            require_bound: bool = False, tie: float = TIE, time_all: bool = False, **options: Any) -> Tuning:
         """:func:`measure_engine` (collective; ``options`` are its keywords)
-        then :meth:`Tuning.choose`.  Returns the :class:`Tuning` whose
-        ``forward``/``adjoint`` are the codes to use (given ones kept); warns
-        where no code met the tolerance and ``ddddd`` was taken."""
+        then :meth:`Tuning.choose`.  Only the codes whose measured error
+        meets the tolerance are timed, unless ``time_all`` (the whole table,
+        as ``fftmatvec precision`` prints it).  Returns the :class:`Tuning`
+        whose ``forward``/``adjoint`` are the codes to use (given ones kept);
+        warns where no code met the tolerance and ``ddddd`` was taken."""
         _check_tie(tie)
-        result = measure_engine(engine, f, grid, shape=shape, directions=self.directions, **options)
+        result = measure_engine(engine, f, grid, shape=shape, directions=self.directions,
+                                time_below=None if time_all else self.tolerance, **options)
         result = result.choose(self.tolerance, require_bound=require_bound, tie=tie)
         result = replace(result, forward=self.forward or result.forward, adjoint=self.adjoint or result.adjoint)
         for d in self.directions:

@@ -47,7 +47,7 @@ def test_auto_on_every_grid_agrees_with_one_process(comm, mpi_rng, Nd, Nm, Nt):
             assert e.error <= e.bound, (grid.shape, e.direction, e.code)
         for direction in ("forward", "adjoint"):
             # the same probes; the norm by power iteration on the grid, exact in one process
-            assert 0.9 <= t.kappa[direction] / serial.kappa[direction] <= 1 + 1e-9
+            assert 0.9 <= t.kappa[direction] / serial.kappa[direction] <= 1 + 1e-5  # complex64 power iteration
             assert t.entry(direction, t.chosen(direction)).error <= TOL and t.met[direction]
         # the chosen codes through the operator, on fresh vectors
         y = op.matvec(DistVector.from_global(m, grid, "param")).gather(root=None)

@@ -352,3 +352,21 @@ def test_auto_transforms_f_once_and_keeps_the_chosen_precisions(monkeypatch, mod
     assert set(op.engine.Fhat) == kept and np.dtype(np.complex64) in kept  # model times favour single stages
     m = np.random.default_rng(0).standard_normal((20, 16))
     assert rel_err(op.matvec(m), BTTOperator(f).matvec(m)) <= 3e-5
+
+
+def test_auto_times_only_the_codes_meeting_the_tolerance():
+    f = synthetic_matrix(6, 30, 24, cond=1e2, seed=5)
+    tol = 1e-8  # below a single-precision rounding: most codes miss it
+    t = BTTOperator(f, precision="auto", tolerance=tol, auto_options=dict(probes=2, repeats=2)).tuning
+    timed = {(e.direction, e.code) for e in t.entries if not math.isnan(e.time)}
+    assert timed == {(e.direction, e.code) for e in t.entries if e.error <= tol}
+    assert any(e.error > tol for e in t.entries)  # some codes were left untimed
+    assert all(not e.pareto for e in t.entries if math.isnan(e.time))
+    untimed = next(e for e in t.entries if e.direction == "forward" and math.isnan(e.time))
+    row = next(line for line in t.format().splitlines() if line.split()[:1] == [untimed.code])  # F m comes first
+    assert row.split()[3:5] == ["-", "-"]  # time and speed-up
+    full = BTTOperator(f, precision="auto", tolerance=tol, auto_options=dict(probes=2, repeats=2, time_all=True))
+    assert all(math.isfinite(e.time) for e in full.tuning.entries)
+    strict = t.choose(1e-3)  # a looser tolerance admits untimed codes, which cannot be chosen
+    for d in ("forward", "adjoint"):
+        assert math.isfinite(strict.entry(d, strict.chosen(d)).time)

@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     exact = {"auto": None, "exact": True, "estimate": False}[args.svd]
     auto = dict(precision="auto", tolerance=tol, device=args.device,
                 auto_options=dict(probes=args.probes, repeats=args.repeats, seed=args.seed, exact=exact,
-                                  require_bound=args.require_bound, tie=args.tie))
+                                  require_bound=args.require_bound, tie=args.tie, time_all=True))
     if args.matrix is not None:
         from ..io import read_meta
 
