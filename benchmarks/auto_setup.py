@@ -7,13 +7,16 @@ round: the whole set-up, the calls of ``Backend.fft_matrix`` (the transforms of
 only ``BTTOperator``'s public arguments, so the same script times another
 revision's ``src/`` (``PYTHONPATH=OTHER/src``).
 
-    python benchmarks/auto_setup.py --Nm 3000 --Nd 80 --Nt 500 --device cpu --rounds 3
+    python benchmarks/auto_setup.py --Nm 3000 --Nd 80 --Nt 500 --device cpu --rounds 3 [--profile 30]
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
+import pstats
+import sys
 import time
 
 import numpy as np
@@ -28,6 +31,8 @@ def main() -> None:
     p.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--label", default="", help="written into each line (e.g. the revision)")
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="also print cProfile's N most expensive calls (cumulative) of each round to stderr")
     args = p.parse_args()
 
     from fftmatvec import BTTOperator
@@ -53,11 +58,17 @@ def main() -> None:
     BTTOperator(f[:2, :3, :4], device=be)  # imports, kernels compiled: not counted
     for r in range(args.rounds):
         spent.update(transform_s=0.0, transforms=0)
+        profile = cProfile.Profile() if args.profile else None
         be.synchronize()
         t0 = time.perf_counter()
+        if profile:
+            profile.enable()
         op = BTTOperator(f, precision="auto", tolerance=args.tol, device=be)
         be.synchronize()
         total = time.perf_counter() - t0
+        if profile:
+            profile.disable()
+            pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(args.profile)
         print(json.dumps({"label": args.label, "round": r, "Nm": args.Nm, "Nd": args.Nd, "Nt": args.Nt,
                           "device": args.device, "setup_s": round(total, 3),
                           "transform_s": round(spent["transform_s"], 3), "fft_matrix_calls": spent["transforms"],

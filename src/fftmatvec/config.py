@@ -71,6 +71,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "rtol": Key(_NUM, 1e-8, doc="relative residual tolerance of CG"),
         "maxiter": Key((int,), 500, doc="CG iteration limit"),
         "checkpoint_every": Key((int,), 0, doc="CG iterations between checkpoints (0: none)"),
+        "checkpoint_seconds": Key(_NUM, 0.0, doc="seconds of CG between checkpoints (0: none); with "
+                                  "checkpoint_every, whichever comes first"),
         "rank": Key((int,), 50, doc="rank of the low-rank posterior approximation"),
     },
     "grid": {
@@ -151,8 +153,11 @@ def validate(raw: dict[str, Any], base: Path = Path("."),
     noise = out["noise"]
     if "noise" in raw and (noise["std"] is None) == (noise["relative"] is None):
         raise ConfigError("noise: give exactly one of noise.std and noise.relative")
-    if out["solver"]["maxiter"] < 1 or out["solver"]["rtol"] <= 0:
+    solver = out["solver"]
+    if solver["maxiter"] < 1 or solver["rtol"] <= 0:
         raise ConfigError("solver: maxiter must be >= 1 and rtol > 0")
+    if solver["checkpoint_every"] < 0 or not solver["checkpoint_seconds"] >= 0:
+        raise ConfigError("solver: checkpoint_every and checkpoint_seconds must be >= 0")
     return out
 
 

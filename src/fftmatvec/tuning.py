@@ -21,8 +21,8 @@ both complex precisions while every code runs through it (one transform: the
 complex64 copy is rounded from the complex128 one), then only in those of
 the chosen codes.  On a process grid each product is the distributed one
 (:func:`measure_engine`).  Only the public backend interface is used
-(``asarray``, ``to_host``, ``sbgemv``, ``synchronize``), so the same code
-measures on the CPU and on a GPU.
+(``asarray``, ``copy_as``, ``to_host``, ``sbgemv``, ``synchronize`` and the
+array module's sums), so the same code measures on the CPU and on a GPU.
 
 See docs/precision.md.
 """
@@ -235,8 +235,8 @@ def _power_norm(be: Backend, Fhat: Any, seed: int, grid: Any = None, col0: int =
     xp = be.xp
     grid = SerialGrid() if grid is None else grid
     nf, nd, nm = Fhat.shape
-    start = _gaussian_rows((seed, _POWER_KEY), col0, nm, 2 * nf)  # each column's real, then imaginary parts
-    v = be.asarray(np.ascontiguousarray((start[:, :nf] + 1j * start[:, nf:]).T[:, :, None]), dtype=Fhat.dtype)
+    start = _gaussian_rows((seed, _POWER_KEY), col0, nm, 2 * nf, xp)  # each column's real, then imaginary parts
+    v = xp.ascontiguousarray((start[:, :nf] + 1j * start[:, nf:]).T[:, :, None]).astype(Fhat.dtype)
     w = be.empty((nf, nd, 1), Fhat.dtype)
     sigma2 = None
     for _ in range(POWER_STEPS):
@@ -284,18 +284,22 @@ def _grid_conditioning(be: Backend, f: np.ndarray, Fhat: Any, grid: Any, shape: 
     )
 
 
-def _gaussian_rows(key: tuple[int, ...], row0: int, n_rows: int, ncols: int) -> np.ndarray:
+def _gaussian_rows(key: tuple[int, ...], row0: int, n_rows: int, ncols: int, xp: Any = np) -> Any:
     """Rows ``row0:row0 + n_rows`` of a standard Gaussian ``(N, ncols)`` array
     fixed by ``key``, the same values whichever rows are asked for: each rank
     draws its block of a probe, and every grid sees the same probes.
 
-    Box-Muller on uniforms of a PCG64 stream advanced to the first row (one
-    64-bit draw per uniform, two uniforms per value).
+    Box-Muller, both halves: each row takes ``2 * ceil(ncols / 2)`` uniforms
+    of a PCG64 stream advanced to its first row (one 64-bit draw a uniform),
+    drawn on the host and transformed in the array module ``xp`` (NumPy, or
+    CuPy, where the logarithms and cosines are cheap).
     """
+    half = -(-ncols // 2)
     bits = np.random.PCG64(np.random.SeedSequence(list(key)))
-    bits.advance(2 * row0 * ncols)
-    u = np.random.Generator(bits).random((n_rows, 2, ncols))
-    return np.sqrt(-2.0 * np.log1p(-u[:, 0])) * np.cos(2.0 * math.pi * u[:, 1])
+    bits.advance(2 * half * row0)
+    u = xp.asarray(np.random.Generator(bits).random((n_rows, 2, half)))
+    radius, angle = xp.sqrt(-2.0 * xp.log1p(-u[:, 0])), 2.0 * math.pi * u[:, 1]
+    return xp.concatenate([radius * xp.cos(angle), radius * xp.sin(angle)], axis=1)[:, :ncols]
 
 
 def _allreduce(grid: Any, a: np.ndarray, op: str = "sum") -> np.ndarray:
@@ -704,34 +708,36 @@ def measure_engine(
         raise ConfigError("exact singular values need the whole matrix in one process; on a grid use exact=None")
     else:
         cond = _grid_conditioning(be, f, single, grid, (Nd, Nm, Nt), seed)
-    order = np.random.default_rng(seed)
+    order, xp = np.random.default_rng(seed), be.xp
     entries: list[Measurement] = []
     kappa: dict[str, float] = {}
     for i, d in enumerate(directions):
         adjoint = d == "adjoint"
         space = "data" if adjoint else "param"
         row0, n_local = grid.block(space, Nd if adjoint else Nm)
-        holds_out = grid.holds("param" if adjoint else "data")
-        host = [_gaussian_rows((seed, i, p), row0, n_local, Nt) for p in range(probes)] if grid.holds(space) else []
-        inputs = {dt: [be.asarray(x[:, :, None], dtype=dt) for x in host] or [be.empty((n_local, Nt, 1), dt)] * probes
-                  for dt in (np.dtype(np.float32), np.dtype(np.float64))}
+        holds_in, holds_out = grid.holds(space), grid.holds("param" if adjoint else "data")
+        drawn = [_gaussian_rows((seed, i, p), row0, n_local, Nt, xp) for p in range(probes)] if holds_in else []
+        inputs = {dt: [xp.ascontiguousarray(x[:, :, None], dtype=dt) for x in drawn]
+                  or [be.empty((n_local, Nt, 1), dt)] * probes for dt in (np.dtype(np.float32), np.dtype(np.float64))}
 
-        def product(x: Any, prec: Any) -> np.ndarray | None:
+        def product(x: Any, prec: Any) -> Any:
+            """The result block as float64 on the device (a copy: engine outputs are workspace buffers,
+            reused), None where the rank holds none; the errors' sums run there, not on host copies."""
             y = _grid_product(engine, grid, x, prec, adjoint)
-            return _host(be, y) if holds_out else None
+            return be.copy_as(y, np.float64) if holds_out else None
 
         # per probe: ||x||^2, ||F x||^2, then per code ||y - F x||^2 (local sums, then summed over the grid)
         sums = np.zeros((2 + len(codes), probes))
         refs = []
         for p in range(probes):
             refs.append(product(inputs[np.dtype(np.float64)][p], parse(DEFAULT)))
-            sums[0, p] = float(np.sum(host[p] ** 2)) if host else 0.0
-            sums[1, p] = float(np.sum(refs[p] ** 2)) if holds_out else 0.0
+            sums[0, p] = float(xp.sum(drawn[p] ** 2)) if drawn else 0.0
+            sums[1, p] = float(xp.sum(refs[p] ** 2)) if holds_out else 0.0
         for c, code in enumerate(codes):
             prec = parse(code)
             for p in range(probes):
                 y = product(inputs[prec.pad][p], prec)
-                sums[2 + c, p] = float(np.sum((y - refs[p]) ** 2)) if holds_out else 0.0
+                sums[2 + c, p] = float(xp.sum((y - refs[p]) ** 2)) if holds_out else 0.0
         sums = np.sqrt(_allreduce(grid, sums))
         with np.errstate(divide="ignore", invalid="ignore"):
             kappa[d] = float(np.max(np.where(sums[1] > 0, cond.norm * sums[0] / sums[1], math.inf)))
@@ -779,11 +785,6 @@ def _grid_product(engine: LocalBTT, grid: Any, x: Any, prec: Any, adjoint: bool)
     if adjoint:
         return grid.col_reduce(engine.apply(grid.row_bcast(x), prec, adjoint=True))
     return grid.row_reduce(engine.apply(grid.col_bcast(x), prec))
-
-
-def _host(be: Backend, y: Any) -> np.ndarray:
-    """A float64 host copy (engine outputs are workspace buffers, reused)."""
-    return np.array(be.to_host(y), dtype=np.float64, copy=True)
 
 
 def tune(

@@ -12,7 +12,7 @@ import scipy.fft
 from conftest import dense_btt, rel_err
 
 from fftmatvec.backend.arrays import DENSE_DCT_MAX, dctn
-from fftmatvec.errors import FftmatvecError
+from fftmatvec.errors import ConfigError, FftmatvecError
 from fftmatvec.inversion import (
     DataSpaceCholesky,
     LowRankPosterior,
@@ -251,6 +251,30 @@ def test_cg_checkpoint_resume_equals_uninterrupted(tmp_path):
         cg(op, 2 * b, M=M, resume=ck)
     with pytest.raises(FftmatvecError, match="cannot resume"):
         cg(op, b, resume=tmp_path / "missing.npz")
+
+
+def test_cg_checkpoints_by_time(tmp_path):
+    A, b = spd_system()
+    op = lambda x: (A @ x.ravel()).reshape(x.shape)  # noqa: E731
+    full = cg(op, b, rtol=1e-12)
+    seen = []
+
+    def record(it, rnorm, t):  # the checkpoint of an iteration is written before its callback
+        with np.load(ck) as z:
+            seen.append(int(z["iteration"]))
+
+    ck = tmp_path / "every.npz"
+    cg(op, b, rtol=1e-12, checkpoint=ck, checkpoint_seconds=1e-9, callback=record)  # always due
+    assert seen == list(range(1, full.iterations + 1))
+    rare = tmp_path / "rare.npz"
+    cg(op, b, rtol=1e-12, checkpoint=rare, checkpoint_seconds=3600.0)  # never due in this run
+    assert not rare.exists()
+    resumed = cg(op, b, rtol=1e-12, resume=ck)  # a time-based checkpoint resumes like any other
+    np.testing.assert_array_equal(resumed.x, full.x)
+    for bad in (dict(checkpoint=ck, checkpoint_seconds=-1.0), dict(checkpoint=ck, checkpoint_seconds=float("nan")),
+                dict(checkpoint_seconds=5.0)):
+        with pytest.raises(ConfigError, match="checkpoint"):
+            cg(op, b, **bad)
 
 
 def test_cg_detects_nan_and_indefinite():

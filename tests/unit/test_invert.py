@@ -83,12 +83,14 @@ def test_checkpoint_resume_equals_uninterrupted(model_dir):
 
 def test_bad_configs_name_the_key(model_dir, capsys):
     good = write_inversion_config(model_dir).read_text()
-    cases = {
-        "[prior]\nkind = \"matern\"": ("[prior]\nkind = \"gauss\"", "prior.kind"),
-        "[noise]\nstd = 0.01": ("[noise]\nstd = \"big\"", "noise.std"),
-        "[solver]\n": ("[solver]\ncolour = 3\n", "solver.colour"),
-    }
-    for old, (new, key) in cases.items():
+    cases = [
+        ("[prior]\nkind = \"matern\"", "[prior]\nkind = \"gauss\"", "prior.kind"),
+        ("[noise]\nstd = 0.01", "[noise]\nstd = \"big\"", "noise.std"),
+        ("[solver]\n", "[solver]\ncolour = 3\n", "solver.colour"),
+        ("[solver]\n", "[solver]\ncheckpoint_seconds = -5\n", "checkpoint_seconds"),
+    ]
+    for old, new, key in cases:
+        assert old in good
         bad = model_dir / "bad.toml"
         bad.write_text(good.replace(old, new))
         assert main(["invert", str(bad)]) == 2

@@ -96,6 +96,7 @@ def cg(
     callback: Callback | None = None,
     checkpoint: str | os.PathLike | None = None,
     checkpoint_every: int = 0,
+    checkpoint_seconds: float = 0.0,
     resume: str | os.PathLike | None = None,
 ) -> CGResult:
     """Solve ``A x = b`` by (preconditioned) conjugate gradients.
@@ -121,10 +122,15 @@ def cg(
     callback : callable ``(iteration, residual_norm, seconds)``, optional
         Called after every iteration (after any checkpoint of that iteration).
     checkpoint : path, optional
-        Where ``checkpoint_every`` saves the state (``.npz``, written to a
-        temporary file in the same folder, then renamed over ``checkpoint``).
+        Where the state is saved (``.npz``, written to a temporary file in
+        the same folder, then renamed over ``checkpoint``).
     checkpoint_every : int
         Save every that many iterations; 0 never.
+    checkpoint_seconds : float
+        Also save after the first iteration that ends this many seconds after
+        the last save (or this call's start); 0 never.  Time suits devices
+        of different speed: an iteration takes milliseconds on a GPU and
+        tenths of a second on a few CPU cores.
     resume : path, optional
         Continue from a checkpoint of the same problem; the iterates equal an
         uninterrupted run's bit for bit.
@@ -141,17 +147,17 @@ def cg(
     ConfigError
         Inconsistent arguments.
     """
-    if rtol < 0 or maxiter < 0 or checkpoint_every < 0:
-        raise ConfigError("cg: rtol, maxiter and checkpoint_every must be >= 0")
-    if checkpoint_every and checkpoint is None:
-        raise ConfigError("cg: checkpoint_every needs a checkpoint path")
+    if rtol < 0 or maxiter < 0 or checkpoint_every < 0 or not checkpoint_seconds >= 0:
+        raise ConfigError("cg: rtol, maxiter, checkpoint_every and checkpoint_seconds must be >= 0")
+    if (checkpoint_every or checkpoint_seconds) and checkpoint is None:
+        raise ConfigError("cg: checkpoint_every and checkpoint_seconds need a checkpoint path")
     if resume is not None and x0 is not None:
         raise ConfigError("cg: give either x0 or resume, not both")
 
     bnorm = math.sqrt(inner(b, b))
     if not math.isfinite(bnorm):
         raise FftmatvecError("cg: the right-hand side contains NaN or Inf")
-    start = time.perf_counter()
+    start = last_save = time.perf_counter()
     if resume is not None:
         x, r, p, rz, it, residuals, before = _load(resume, b, bnorm)
     else:
@@ -182,10 +188,13 @@ def cg(
         rz = rz_new
         it += 1
         residuals.append(math.sqrt(rr))
-        elapsed = before + time.perf_counter() - start
-        if checkpoint_every and it % checkpoint_every == 0:
+        now = time.perf_counter()
+        elapsed = before + now - start
+        if (checkpoint_every and it % checkpoint_every == 0) or (
+                checkpoint_seconds and now - last_save >= checkpoint_seconds):
             _save(checkpoint, x=to_host(x), r=to_host(r), p=to_host(p), rz=rz, iteration=it, residuals=residuals,
                   bnorm=bnorm, elapsed=elapsed)
+            last_save = time.perf_counter()
         if callback is not None:
             callback(it, residuals[-1], elapsed)
 

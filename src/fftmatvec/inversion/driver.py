@@ -142,9 +142,11 @@ def run_inversion(
         checkpoint = out_dir / "checkpoint.npz"
         if resume and not checkpoint.exists():
             raise ConfigError(f"--resume: no checkpoint at {checkpoint}")
+        saves = is_root and bool(solver["checkpoint_every"] or solver["checkpoint_seconds"])  # rank 0 writes
         options = dict(rtol=solver["rtol"], maxiter=solver["maxiter"], callback=progress,
-                       checkpoint=checkpoint if is_root and solver["checkpoint_every"] else None,
-                       checkpoint_every=solver["checkpoint_every"] if is_root else 0,
+                       checkpoint=checkpoint if saves else None,
+                       checkpoint_every=solver["checkpoint_every"] if saves else 0,
+                       checkpoint_seconds=solver["checkpoint_seconds"] if saves else 0.0,
                        resume=checkpoint if resume else None)
         options.update(dict(inner_m=inner, inner_d=inner) if method == "cg-parameter" else dict(inner_d=inner))
     log(f"solving for the MAP point with {method}")
