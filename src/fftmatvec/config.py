@@ -42,8 +42,12 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "operator": {
         "matrix": Key((str,), REQUIRED, path=True, doc="p2o matrix directory"),
         "qoi_matrix": Key((str,), None, path=True, doc="p2q matrix directory (QoI forecasts)"),
-        "precision": Key((str,), "ddddd", choices=ALL_CODES + ("auto",), doc="precision code, or auto"),
-        "tolerance": Key(_NUM, 1e-7, doc="relative error tolerance for precision = auto"),
+        "precision": Key((str,), "ddddd", choices=ALL_CODES + ("auto",),
+                         doc="precision code of F products, or auto (both directions chosen by measurement)"),
+        "adjoint_precision": Key((str,), None, choices=ALL_CODES + ("auto",),
+                                 doc="precision code of F^T products, or auto; default: as precision. The codes "
+                                 "an auto run chose are in its summary.json: giving them skips the measurement"),
+        "tolerance": Key(_NUM, 1e-7, doc="relative error tolerance for auto"),
     },
     "data": {
         "observations": Key((str,), REQUIRED, path=True, doc="data-space vector file of observations"),

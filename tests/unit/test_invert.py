@@ -143,3 +143,11 @@ def test_precision_auto_is_chosen_and_reported(model_dir, model_times):
     got = read_vector(model_dir / "auto" / "map.h5")[0]
     err = np.linalg.norm(got - exact) / np.linalg.norm(exact)
     assert 1e-12 < err < 1e-3  # really computed in single, and still the same MAP
+    assert set(summary(model_dir, "auto")["qoi_precision"]) == {"forward", "adjoint"}  # Q's own choice
+    # the chosen codes given in the config: no measurement, the same MAP point bit for bit
+    fixed = write_inversion_config(model_dir, out="fixed")
+    fixed.write_text(fixed.read_text().replace(
+        "[operator]\n", f'[operator]\nprecision = "{chosen["forward"]}"\nadjoint_precision = "{chosen["adjoint"]}"\n'))
+    assert main(["invert", str(fixed), "--quiet"]) == 0
+    assert summary(model_dir, "fixed")["precision"] == chosen
+    np.testing.assert_array_equal(read_vector(model_dir / "fixed" / "map.h5")[0], got)

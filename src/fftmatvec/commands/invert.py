@@ -45,9 +45,11 @@ def run(args: argparse.Namespace) -> int:
     grid = ProcessGrid.from_option(None, shape, Nd=meta.Nd, Nm=meta.Nm)
     is_root = grid.rank == 0
 
-    def make_operator(matrix: str, precision: str, tolerance: float) -> ReplicatedOperator:
-        auto = dict(tolerance=tolerance) if precision == "auto" else {}
-        op = BTTOperator.from_matrix_dir(matrix, grid=grid, precision=precision, device=cfg["grid"]["device"], **auto)
+    def make_operator(matrix: str, precision: str, adjoint_precision: str | None,
+                      tolerance: float) -> ReplicatedOperator:
+        auto = dict(tolerance=tolerance) if "auto" in (precision, adjoint_precision) else {}
+        op = BTTOperator.from_matrix_dir(matrix, grid=grid, precision=precision, adjoint_precision=adjoint_precision,
+                                         device=cfg["grid"]["device"], **auto)
         return ReplicatedOperator(op)
 
     def agree(value):

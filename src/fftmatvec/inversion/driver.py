@@ -71,7 +71,7 @@ def run_inversion(
 
     Parameters
     ----------
-    make_operator : callable ``(matrix_dir, precision=..., tolerance=...) -> operator``
+    make_operator : callable ``(matrix_dir, precision=..., adjoint_precision=..., tolerance=...) -> operator``
         Builds ``F`` and ``Q`` (dims ``(Nm, Nt)``, whole replicated vectors of
         the operator's ``xp``, NumPy when it has none).
     is_root : bool
@@ -98,17 +98,20 @@ def run_inversion(
     timings: dict[str, float] = {}
 
     t0 = time.perf_counter()
-    F = make_operator(op_cfg["matrix"], precision=op_cfg["precision"], tolerance=op_cfg["tolerance"])
+    codes = dict(precision=op_cfg["precision"], adjoint_precision=op_cfg["adjoint_precision"],
+                 tolerance=op_cfg["tolerance"])
+    F = make_operator(op_cfg["matrix"], **codes)
     Q = None
     if op_cfg["qoi_matrix"]:
-        Q = make_operator(op_cfg["qoi_matrix"], precision=op_cfg["precision"], tolerance=op_cfg["tolerance"])
+        Q = make_operator(op_cfg["qoi_matrix"], **codes)
         if Q.dims != F.dims:
             raise ConfigError(f"operator.qoi_matrix: dims {Q.dims} differ from the p2o map's {F.dims}")
     timings["setup_operators"] = time.perf_counter() - t0
     Nm, Nt = F.dims
     Nd = F.dimsd[0]
     log(f"operators ready in {timings['setup_operators']:.2f} s: Nd={Nd} Nm={Nm} Nt={Nt}"
-        + (f" Nq={Q.dimsd[0]}" if Q else "") + f", precision {getattr(F, 'precision', op_cfg['precision'])}")
+        + (f" Nq={Q.dimsd[0]}" if Q else "") + f", precision F {_codes(F, op_cfg)}"
+        + (f", Q {_codes(Q, op_cfg)}" if Q else ""))
 
     xp = getattr(F, "xp", np)
     data = cfg["data"]
@@ -186,8 +189,8 @@ def run_inversion(
         "sizes": {"Nd": Nd, "Nm": Nm, "Nt": Nt, "Nq": Q.dimsd[0] if Q else None},
         "grid": getattr(F, "grid_shape", [1, 1]),
         "device": getattr(F, "device", "cpu"),
-        "precision": {"forward": str(getattr(F, "precision", op_cfg["precision"])),
-                      "adjoint": str(getattr(F, "adjoint_precision", op_cfg["precision"]))},
+        "precision": _codes(F, op_cfg, text=False),
+        "qoi_precision": _codes(Q, op_cfg, text=False) if Q else None,
         "solver": {"method": method, "cg": cg_info},
         "noise_std": float(noise.std.max()),
     }
@@ -218,6 +221,14 @@ def run_inversion(
         if "errors" in summary:
             log("  " + ", ".join(f"{k} {v:.3g}" for k, v in summary["errors"].items()))
     return summary
+
+
+def _codes(op: Any, op_cfg: dict[str, Any], text: bool = True) -> "str | dict[str, str]":
+    """The precision codes ``op`` runs (the config's where it does not say):
+    ``"fwd / adj"``, or ``{"forward": ..., "adjoint": ...}`` without ``text``."""
+    fwd = str(getattr(op, "precision", op_cfg["precision"]))
+    adj = str(getattr(op, "adjoint_precision", op_cfg["adjoint_precision"] or op_cfg["precision"]))
+    return f"{fwd} / {adj}" if text else {"forward": fwd, "adjoint": adj}
 
 
 def _rel(a: np.ndarray, b: np.ndarray) -> float:
