@@ -130,6 +130,29 @@ def test_four_ranks_match_one_process(model_dir):
         assert summary(model_dir, f"four-{method}")["grid"] != [1, 1]
 
 
+@pytest.mark.timeout(240)
+def test_precision_auto_on_four_ranks(model_dir):
+    """``precision = "auto"`` in a job of several ranks (a ConfigError before
+    stop 63): every rank measures through the grid's products and the job
+    runs the codes chosen, the MAP point within the tolerance's reach."""
+    mpiexec = _mpiexec()
+    if mpiexec is None:
+        pytest.skip("no mpiexec")
+    pytest.importorskip("mpi4py")
+    ref = write_inversion_config(model_dir, out="auto4-ref")
+    cfg = write_inversion_config(model_dir, out="auto4")
+    cfg.write_text(cfg.read_text().replace("[operator]\n", '[operator]\nprecision = "auto"\ntolerance = 1e-6\n'))
+    assert main(["invert", str(ref), "--quiet"]) == 0
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([mpiexec, "-n", "4", sys.executable, "-m", "fftmatvec", "invert", str(cfg), "--quiet"],
+                          capture_output=True, text=True, env=env, timeout=200)
+    assert proc.returncode == 0, proc.stderr
+    done = summary(model_dir, "auto4")
+    assert done["grid"] != [1, 1] and all(len(c) == 5 for c in done["precision"].values())
+    exact, got = read_vector(model_dir / "auto4-ref" / "map.h5")[0], read_vector(model_dir / "auto4" / "map.h5")[0]
+    assert np.linalg.norm(got - exact) <= 1e-3 * np.linalg.norm(exact)
+
+
 def test_precision_auto_is_chosen_and_reported(model_dir, model_times):
     ref = write_inversion_config(model_dir, out="auto-ref")
     cfg = write_inversion_config(model_dir, out="auto")
