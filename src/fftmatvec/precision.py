@@ -222,7 +222,7 @@ def error_bound(
     code : str or Precision
     kappa : float
         Condition of the product, ``||F|| ||x|| / ||F x||`` (>= 1); see
-        :func:`fftmatvec.tuning.conditioning` and docs/precision.md.
+        :func:`fftmatvec.conditioning.conditioning` and docs/precision.md.
     Nt : int
         Time steps (the transforms have length ``L = 2 Nt``).
     n_inner, n_reduce : int

@@ -1548,11 +1548,12 @@ def test_auto_precision_on_the_gpu_measures_as_the_cpu(gpu, rng):
     """The same probes on both devices: the errors of each code agree within
     4x (single-precision kernels differ), the chosen codes meet the tolerance
     on fresh vectors and only their copies of Fhat stay."""
-    from fftmatvec.tuning import _gaussian_rows, measure, synthetic_matrix
+    from fftmatvec.conditioning import gaussian_rows
+    from fftmatvec.tuning import measure, synthetic_matrix
 
     seed = int(rng.integers(2**31))
-    probe = _gaussian_rows((seed, 0, 1), 3, 40, 33, cupy)  # the GPU's probes are the host's
-    np.testing.assert_allclose(probe.get(), _gaussian_rows((seed, 0, 1), 3, 40, 33), rtol=1e-13, atol=1e-13)
+    probe = gaussian_rows((seed, 0, 1), 3, 40, 33, cupy)  # the GPU's probes are the host's
+    np.testing.assert_allclose(probe.get(), gaussian_rows((seed, 0, 1), 3, 40, 33), rtol=1e-13, atol=1e-13)
     f = synthetic_matrix(7, 45, 33, cond=1e2, seed=seed)
     options = dict(probes=2, repeats=2, seed=seed)
     cpu = measure(f, **options)

@@ -13,8 +13,8 @@ from fftmatvec import BTTOperator, ConfigError
 from fftmatvec.btt import LocalBTT
 from fftmatvec.precision import (ALL_CODES, CONSTANTS, DEFAULT, STAGES, error_bound, error_terms, model_sizes, parse,
                                  validate_tolerance)
-from fftmatvec.tuning import (TIE, Measurement, Tuning, _gaussian_rows, conditioning, measure, pareto_front,
-                              synthetic_matrix)
+from fftmatvec.conditioning import gaussian_rows
+from fftmatvec.tuning import TIE, Measurement, Tuning, conditioning, measure, pareto_front, synthetic_matrix
 
 EPS_S = float(np.finfo(np.float32).eps) / 2
 EPS_D = float(np.finfo(np.float64).eps) / 2
@@ -310,11 +310,11 @@ def test_cli_matrix_dir_and_errors(tmp_path, capsys):
 # -- the measurement's probes and its copies of Fhat ------------------------------------------------
 def test_probe_rows_do_not_depend_on_the_split(rng):
     seed = int(rng.integers(2**31))
-    whole = _gaussian_rows((seed, 1, 2), 0, 11, 7)
-    parts = np.concatenate([_gaussian_rows((seed, 1, 2), a, b - a, 7) for a, b in ((0, 4), (4, 5), (5, 11))])
+    whole = gaussian_rows((seed, 1, 2), 0, 11, 7)
+    parts = np.concatenate([gaussian_rows((seed, 1, 2), a, b - a, 7) for a, b in ((0, 4), (4, 5), (5, 11))])
     assert np.array_equal(whole, parts)
-    assert not np.array_equal(whole, _gaussian_rows((seed, 1, 3), 0, 11, 7))  # another probe
-    big = _gaussian_rows((seed, 0, 0), 0, 400, 500)
+    assert not np.array_equal(whole, gaussian_rows((seed, 1, 3), 0, 11, 7))  # another probe
+    big = gaussian_rows((seed, 0, 0), 0, 400, 500)
     assert abs(big.mean()) < 0.01 and abs(big.std() - 1) < 0.01  # standard Gaussian (2e5 values)
     assert abs(np.mean(big**4) - 3) < 0.1
 
