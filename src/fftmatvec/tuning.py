@@ -303,19 +303,7 @@ def _check_tie(tie: Any) -> None:
         raise ConfigError(f"tie must be a number in [0, 1), got {tie!r}")
 
 
-def measure(
-    f: np.ndarray,
-    *,
-    backend: "str | Backend" = "cpu",
-    codes: Iterable[str] = ALL_CODES,
-    directions: Iterable[str] = DIRECTIONS,
-    probes: int = 3,
-    repeats: int = 5,
-    seed: int = 0,
-    exact: bool | None = None,
-    pr: int = 1,
-    pc: int = 1,
-) -> Tuning:
+def measure(f: np.ndarray, *, backend: "str | Backend" = "cpu", pr: int = 1, pc: int = 1, **options: Any) -> Tuning:
     """Measure error and time of each code on the operator of ``f``, in one process.
 
     Parameters
@@ -323,12 +311,14 @@ def measure(
     f : (Nd, Nm, Nt) float64, SOTI
         The whole first block column.
     backend : Backend or device name
-    codes, directions, probes, repeats, seed, exact
-        As for :func:`measure_engine`.
     pr, pc : int
         Grid shape for the model's ``n_inner``/``n_reduce`` only (the bound a
         grid of that shape would have; the products run in this process).
         To measure on a grid, ``BTTOperator(..., grid=grid, precision="auto")``.
+    **options
+        ``codes``, ``directions``, ``probes``, ``repeats``, ``seed``,
+        ``exact``, ``time_below``: as for :func:`measure_engine` (every code
+        is timed by default).
 
     Returns
     -------
@@ -342,8 +332,7 @@ def measure(
     if not np.all(np.isfinite(f)):
         raise FftmatvecError("f contains NaN or Inf")
     engine = LocalBTT(f, be, MEASURED_DTYPES)
-    return measure_engine(engine, f, SerialGrid(), shape=f.shape, codes=codes, directions=directions,
-                          probes=probes, repeats=repeats, seed=seed, exact=exact, pr=pr, pc=pc)
+    return measure_engine(engine, f, SerialGrid(), shape=f.shape, pr=pr, pc=pc, **options)
 
 
 #: The precisions of ``Fhat`` an engine keeps while every code is measured.
