@@ -255,7 +255,7 @@ def grid_conditioning(be: Backend, f: np.ndarray, Fhat: Any, grid: Any, shape: t
         kappa_forward=n_norm * math.sqrt(Nm),
         kappa_adjoint=n_norm * math.sqrt(Nd),
         exact=False,
-        method=f"estimated on a {grid.pr}x{grid.pc} grid: {POWER_STEPS} steps of power iteration on all "
+        method=f"on a {grid.pr}x{grid.pc} grid, {POWER_STEPS} steps of power iteration on all "
                "frequencies (cond not computed)",
     )
 
