@@ -36,6 +36,14 @@ def test_matvec_forward_adjoint_normal(small_problem):
     assert main(["matvec", "--matrix", mat, "--input", str(tmp / "m.h5"), "--output", str(tmp / "n.h5"), "--normal", "--precision", "dssdd"]) == 0
     ref = direct_btt_adjoint(f, direct_btt(f, m))
     assert 1e-12 < rel_err(read_vector(tmp / "n.h5", "param")[0], ref) < 1e-5
+    # the F^T pass in its own code: all-double forward and single-precision adjoint, not the forward's
+    assert main(["matvec", "--matrix", mat, "--input", str(tmp / "m.h5"), "--output", str(tmp / "n2.h5"), "--normal",
+                 "--adjoint-precision", "ddsdd"]) == 0
+    mixed = read_vector(tmp / "n2.h5", "param")[0]
+    assert 1e-12 < rel_err(mixed, ref) < 1e-5
+    assert not np.array_equal(mixed, read_vector(tmp / "n.h5", "param")[0])
+    assert main(["matvec", "--matrix", mat, "--input", str(tmp / "m.h5"), "--output", str(tmp / "x.h5"),
+                 "--adjoint-precision", "ddsdd"]) == 2  # needs --normal
 
 
 def test_matvec_reference_fixture(reference_dir, tmp_path):

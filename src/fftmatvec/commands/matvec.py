@@ -27,19 +27,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     mode.add_argument("--normal", action="store_true", help="apply F^T F (input and output in parameter space)")
     p.add_argument("--precision", default="ddddd", metavar="CODE",
                    help="five-letter stage precision code (default ddddd)")
+    p.add_argument("--adjoint-precision", metavar="CODE",
+                   help="with --normal: the code of the F^T pass (default: --precision)")
     add_grid_options(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..errors import ConfigError
     from ..grid import ProcessGrid
     from ..io import read_meta
     from ..operator import BTTOperator
     from ..vector import DistVector
 
+    if args.adjoint_precision is not None and not args.normal:
+        raise ConfigError("--adjoint-precision is the code of F^T F m's second pass: it needs --normal "
+                          "(F^T d alone takes --adjoint --precision CODE)")
     meta = read_meta(args.matrix)
     grid = ProcessGrid.from_option(None, args.grid, Nd=meta.Nd, Nm=meta.Nm)
-    op = BTTOperator.from_matrix_dir(args.matrix, grid=grid, precision=args.precision, device=args.device)
+    op = BTTOperator.from_matrix_dir(args.matrix, grid=grid, precision=args.precision,
+                                     adjoint_precision=args.adjoint_precision, device=args.device)
     in_space, out_space = ("data", "param") if args.adjoint else ("param", "param" if args.normal else "data")
     x = DistVector.read(args.input, grid, in_space, n=op.Nd if args.adjoint else op.Nm, Nt=op.Nt)
     if args.adjoint:
