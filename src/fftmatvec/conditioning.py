@@ -279,14 +279,19 @@ def gaussian_rows(key: tuple[int, ...], row0: int, n_rows: int, ncols: int, xp: 
 
 
 def grid_allreduce(grid: Any, a: np.ndarray, op: str = "sum") -> np.ndarray:
-    """``a`` (host float64) summed (``op="max"``: its maximum) elementwise
-    over the ranks of ``grid`` in place; ``a`` itself on one process."""
+    """``a`` (host float64, C-contiguous) summed (``op="max"``: its maximum)
+    elementwise over the ranks of ``grid`` in place, bit for bit the same on
+    every rank (reduced on rank 0, then broadcast: an allreduce may round
+    differently on different ranks, and the measurement branches on these
+    values, around collectives); ``a`` itself on one process."""
     comm = getattr(grid, "comm", None)
     if comm is None:
         return a
     from mpi4py import MPI
 
-    comm.Allreduce(MPI.IN_PLACE, a, op=MPI.SUM if op == "sum" else MPI.MAX)
+    mpi_op = MPI.SUM if op == "sum" else MPI.MAX
+    comm.Reduce(MPI.IN_PLACE if comm.Get_rank() == 0 else a, a if comm.Get_rank() == 0 else None, op=mpi_op, root=0)
+    comm.Bcast(a, root=0)
     return a
 
 
