@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .matvec import add_grid_options
+from .matvec import add_grid_options, add_precision_options, check_precision_options
 
 
 def _positive(text: str) -> int:
@@ -34,14 +34,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--Nd", type=_positive, required=True, help="sensors (block rows)")
     p.add_argument("--Nt", type=_positive, required=True, help="time steps")
     p.add_argument("--nrhs", type=_positive, default=1, metavar="K", help="right-hand sides at once (default 1)")
-    p.add_argument("--precision", default="ddddd", metavar="CODE",
-                   help="five-letter stage precision code (of F with --normal)")
+    add_precision_options(p)
     which = p.add_mutually_exclusive_group()
     which.add_argument("--adjoint", action="store_true", help="time F^T d instead of F m")
     which.add_argument("--normal", action="store_true",
                        help="time F^T F m, the product of a conjugate gradient iteration (F, then F^T)")
-    p.add_argument("--adjoint-precision", metavar="CODE",
-                   help="with --normal: the code of the F^T pass (default: --precision)")
     p.add_argument("-N", "--reps", type=_positive, default=10, help="timed repetitions (median reported)")
     p.add_argument("--warmup", type=_seconds, default=0.0, metavar="SECONDS",
                    help="run products back to back this long before timing any, for the sustained rate: an "
@@ -97,14 +94,8 @@ def _report(r: dict) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..bench import BenchConfig, run_bench
     from ..errors import ConfigError
-    from ..precision import parse
 
-    parse(args.precision)  # reject a bad code before allocating anything
-    if args.adjoint_precision is not None:
-        if not args.normal:
-            raise ConfigError("--adjoint-precision is the code of F^T F m's second pass: it needs --normal "
-                              "(F^T d alone takes --adjoint --precision CODE)")
-        parse(args.adjoint_precision)
+    check_precision_options(args)
     cfg = BenchConfig(
         Nm=args.Nm, Nd=args.Nd, Nt=args.Nt, nrhs=args.nrhs, precision=args.precision, adjoint=args.adjoint,
         normal=args.normal, adjoint_precision=args.adjoint_precision, reps=args.reps, check=args.check,

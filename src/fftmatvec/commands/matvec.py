@@ -17,6 +17,28 @@ def add_grid_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", choices=("cpu", "gpu", "auto"), help="backend (default cpu)")
 
 
+def add_precision_options(p: argparse.ArgumentParser) -> None:
+    """``--precision`` and ``--adjoint-precision`` (the ``F^T`` pass of ``--normal``), shared by the commands
+    that apply the operator; :func:`check_precision_options` checks them."""
+    p.add_argument("--precision", default="ddddd", metavar="CODE",
+                   help="five-letter stage precision code (of F with --normal; default ddddd)")
+    p.add_argument("--adjoint-precision", metavar="CODE",
+                   help="with --normal: the code of the F^T pass (default: --precision)")
+
+
+def check_precision_options(args: argparse.Namespace) -> None:
+    """Reject a bad code, or ``--adjoint-precision`` without ``--normal``, before anything is allocated."""
+    from ..errors import ConfigError
+    from ..precision import parse
+
+    parse(args.precision)
+    if args.adjoint_precision is not None:
+        if not args.normal:
+            raise ConfigError("--adjoint-precision is the code of F^T F m's second pass: it needs --normal "
+                              "(F^T d alone takes --adjoint --precision CODE)")
+        parse(args.adjoint_precision)
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("matvec", help="apply the operator to a vector file and write a vector file")
     p.add_argument("--matrix", required=True, metavar="DIR", help="FFTMatvec matrix directory")
@@ -25,24 +47,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--adjoint", action="store_true", help="apply F^T (input in data space)")
     mode.add_argument("--normal", action="store_true", help="apply F^T F (input and output in parameter space)")
-    p.add_argument("--precision", default="ddddd", metavar="CODE",
-                   help="five-letter stage precision code (default ddddd)")
-    p.add_argument("--adjoint-precision", metavar="CODE",
-                   help="with --normal: the code of the F^T pass (default: --precision)")
+    add_precision_options(p)
     add_grid_options(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError
     from ..grid import ProcessGrid
     from ..io import read_meta
     from ..operator import BTTOperator
     from ..vector import DistVector
 
-    if args.adjoint_precision is not None and not args.normal:
-        raise ConfigError("--adjoint-precision is the code of F^T F m's second pass: it needs --normal "
-                          "(F^T d alone takes --adjoint --precision CODE)")
+    check_precision_options(args)
     meta = read_meta(args.matrix)
     grid = ProcessGrid.from_option(None, args.grid, Nd=meta.Nd, Nm=meta.Nm)
     op = BTTOperator.from_matrix_dir(args.matrix, grid=grid, precision=args.precision,
