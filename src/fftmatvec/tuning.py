@@ -414,6 +414,8 @@ def measure_engine(
         if isinstance(v, bool) or int(v) != v or v < 1:
             raise ConfigError(f"{name} must be a positive integer, got {v!r}")
     probes, repeats = int(probes), int(repeats)
+    if exact and grid.size > 1:
+        raise ConfigError("exact singular values need the whole matrix in one process; on a grid use exact=None")
     with collective(getattr(grid, "comm", None), "preparing the precision measurement"):
         for d in directions:  # every code's buffers (out of memory fails every rank here, not mid-product)
             for code in codes:
@@ -422,8 +424,6 @@ def measure_engine(
     Fhat, single = engine.Fhat[np.dtype(np.complex128)], engine.Fhat[np.dtype(np.complex64)]
     if grid.size == 1:
         cond = conditioning(f, backend=be, Fhat=Fhat, exact=exact, seed=seed, power_Fhat=single)
-    elif exact:
-        raise ConfigError("exact singular values need the whole matrix in one process; on a grid use exact=None")
     else:
         cond = grid_conditioning(be, f, single, grid, (Nd, Nm, Nt), seed)
     order, xp = np.random.default_rng(seed), be.xp

@@ -109,9 +109,10 @@ def run_inversion(
     timings["setup_operators"] = time.perf_counter() - t0
     Nm, Nt = F.dims
     Nd = F.dimsd[0]
+    precision_run = {name: _codes(op, op_cfg) for name, op in (("F", F), ("Q", Q)) if op is not None}
     log(f"operators ready in {timings['setup_operators']:.2f} s: Nd={Nd} Nm={Nm} Nt={Nt}"
-        + (f" Nq={Q.dimsd[0]}" if Q else "") + f", precision F {_codes(F, op_cfg)}"
-        + (f", Q {_codes(Q, op_cfg)}" if Q else ""))
+        + (f" Nq={Q.dimsd[0]}" if Q else "") + ", precision "
+        + ", ".join(f"{name} {c['forward']} / {c['adjoint']}" for name, c in precision_run.items()))
 
     xp = getattr(F, "xp", np)
     data = cfg["data"]
@@ -189,8 +190,8 @@ def run_inversion(
         "sizes": {"Nd": Nd, "Nm": Nm, "Nt": Nt, "Nq": Q.dimsd[0] if Q else None},
         "grid": getattr(F, "grid_shape", [1, 1]),
         "device": getattr(F, "device", "cpu"),
-        "precision": _codes(F, op_cfg, text=False),
-        "qoi_precision": _codes(Q, op_cfg, text=False) if Q else None,
+        "precision": precision_run["F"],
+        "qoi_precision": precision_run.get("Q"),
         "solver": {"method": method, "cg": cg_info},
         "noise_std": float(noise.std.max()),
     }
@@ -223,12 +224,11 @@ def run_inversion(
     return summary
 
 
-def _codes(op: Any, op_cfg: dict[str, Any], text: bool = True) -> "str | dict[str, str]":
-    """The precision codes ``op`` runs (the config's where it does not say):
-    ``"fwd / adj"``, or ``{"forward": ..., "adjoint": ...}`` without ``text``."""
-    fwd = str(getattr(op, "precision", op_cfg["precision"]))
-    adj = str(getattr(op, "adjoint_precision", op_cfg["adjoint_precision"] or op_cfg["precision"]))
-    return f"{fwd} / {adj}" if text else {"forward": fwd, "adjoint": adj}
+def _codes(op: Any, op_cfg: dict[str, Any]) -> dict[str, str]:
+    """``{"forward": ..., "adjoint": ...}``: the precision codes ``op`` runs
+    (the config's where it does not say)."""
+    return {"forward": str(getattr(op, "precision", op_cfg["precision"])),
+            "adjoint": str(getattr(op, "adjoint_precision", op_cfg["adjoint_precision"] or op_cfg["precision"]))}
 
 
 def _rel(a: np.ndarray, b: np.ndarray) -> float:
