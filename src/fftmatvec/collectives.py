@@ -186,10 +186,11 @@ class Collectives:
         ``recv`` (host, ``counts[rank]`` elements); return ``recv``."""
         raise NotImplementedError
 
-    def gatherv(self, send: np.ndarray, counts: list[int], recv: np.ndarray | None, root: int | None = 0):
-        """Gather ``send`` (host, ``counts[rank]`` elements) from every rank
-        into consecutive pieces of ``recv`` on ``root`` (on every rank when
-        ``root`` is None); return ``recv`` there, None elsewhere."""
+    def gatherv(self, send: Array, counts: list[int], recv: Array | None, root: int | None = 0):
+        """Gather ``send`` (``counts[rank]`` elements) from every rank into
+        consecutive pieces of ``recv`` on ``root`` (on every rank when
+        ``root`` is None); return ``recv`` there, None elsewhere.  ``send``
+        and ``recv`` are host arrays, or device arrays on every rank."""
         raise NotImplementedError
 
     def free(self) -> None:
@@ -367,18 +368,22 @@ class MPICollectives(Collectives):
         self._account("scatterv", recv.nbytes, time.perf_counter() - t0)
         return recv
 
-    def gatherv(self, send: np.ndarray, counts: list[int], recv: np.ndarray | None, root: int | None = 0):
+    def gatherv(self, send: Array, counts: list[int], recv: Array | None, root: int | None = 0):
         self._check(send, "gatherv input")
         t0 = time.perf_counter()
         displs = np.concatenate(([0], np.cumsum(counts)[:-1])).tolist()
-        spec = None
+        host_send, _ = self._host(send)
+        spec, host_recv, staged = None, None, False
         if root is None or self.rank == root:
             self._check(recv, "gatherv output")
-            spec = [recv, (list(counts), displs), self._type(recv.dtype)]
+            host_recv, staged = self._recv(recv)
+            spec = [host_recv, (list(counts), displs), self._type(recv.dtype)]
         if root is None:
-            self.comm.Allgatherv(self._spec(send), spec)
+            self.comm.Allgatherv(self._spec(host_send), spec)
         else:
-            self.comm.Gatherv(self._spec(send), spec, root=root)
+            self.comm.Gatherv(self._spec(host_send), spec, root=root)
+        if staged:
+            recv.set(host_recv)
         self._account("gatherv", send.nbytes, time.perf_counter() - t0)
         return recv if root is None or self.rank == root else None
 
@@ -418,10 +423,12 @@ class NCCLCollectives(Collectives):
     float32/float64 go through NCCL, SUM only, complex64/complex128 sent as
     real pairs (twice as many float32/float64); they are queued on the current
     CuPy stream (``ireduce`` on a stream of its own) and return without
-    waiting.  Host arrays, other dtypes, ``scatterv``/``gatherv`` and
+    waiting.  Host arrays, other dtypes, ``scatterv``, ``gatherv`` to one root and
     ``barrier`` go through the MPI fallback.  Whether a call takes NCCL
     depends only on ``buf`` (same kind, dtype and shape on every rank by the
-    interface's contract), so all ranks always take the same path.
+    interface's contract), so all ranks always take the same path.  An
+    all-gather (``gatherv`` with ``root=None``) of device arrays goes through
+    NCCL as grouped broadcasts.
 
     Parameters
     ----------
@@ -644,8 +651,36 @@ class NCCLCollectives(Collectives):
     def scatterv(self, send: np.ndarray | None, counts: list[int], recv: np.ndarray, root: int = 0) -> np.ndarray:
         return self.mpi.scatterv(send, counts, recv, root=root)
 
-    def gatherv(self, send: np.ndarray, counts: list[int], recv: np.ndarray | None, root: int | None = 0):
-        return self.mpi.gatherv(send, counts, recv, root=root)
+    def gatherv(self, send: Array, counts: list[int], recv: Array | None, root: int | None = 0):
+        """With ``root`` None and device arrays of an NCCL type: one NCCL
+        broadcast from each rank that sends, grouped (NCCL's all-gather needs
+        equal counts); queued on the current stream.  Else the MPI fallback."""
+        spec = self._spec(send)
+        if root is not None or spec is None or not _is_device_array(recv):
+            return self.mpi.gatherv(send, counts, recv, root=root)
+        self._check(send, "gatherv input")
+        self._check(recv, "gatherv output")
+        if recv.dtype != send.dtype or recv.size != sum(counts) or send.size != counts[self.rank]:
+            raise ValueError(f"gatherv: {send.size} {send.dtype} elements sent into {recv.size} {recv.dtype} "
+                             f"for counts {counts}")
+        dt, per = self._types[np.dtype(send.dtype)]
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1])).tolist()
+        nccl = self._nccl_mod
+
+        def call(stream: int) -> None:
+            nccl.groupStart()
+            try:
+                for root_rank, (start, count) in enumerate(zip(starts, counts)):
+                    if count:
+                        piece = recv.data.ptr + start * recv.itemsize
+                        source = send.data.ptr if root_rank == self.rank else piece
+                        self.nccl.broadcast(source, piece, count * per, dt, root_rank, stream)
+            finally:
+                nccl.groupEnd()
+
+        if sum(counts):
+            self._enqueue("allgatherv", recv.nbytes, call)
+        return recv
 
     def check(self) -> None:
         """Raise :class:`~fftmatvec.errors.FftmatvecError` (on this rank) if

@@ -4,8 +4,9 @@ The inversion keeps its vectors whole on every rank (they are small next to
 ``Fhat``) so that priors, solvers and outputs are those of one process, while
 the products, the expensive part, are shared by the process grid: each rank
 applies its slab and the result is gathered back to every rank.  With the GPU
-backend the vectors stay on the rank's GPU (``xp`` is CuPy): on one rank no
-vector crosses to the host; on more the gather goes through the host.
+backend the vectors stay on the rank's GPU (``xp`` is CuPy) and no vector
+crosses to the host: the gather goes device to device through NCCL (or a
+CUDA-aware MPI; a plain MPI stages it through the host).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class ReplicatedOperator:
     def _apply(self, method, v: np.ndarray, space: str) -> np.ndarray:
         if self.grid.size == 1:
             return method(v)
-        return self.xp.asarray(method(DistVector.from_global(v, self.grid, space)).gather(root=None))
+        return self.xp.asarray(method(DistVector.from_global(v, self.grid, space)).allgather())
 
     def matvec(self, m: np.ndarray) -> np.ndarray:
         return self._apply(self.op.matvec, m, "param")

@@ -11,7 +11,8 @@ Every rank has a ``local`` array: ``(count, Nt)`` (or ``(count, Nt, K)``) on
 the holders, where ``(start, count) = grid.block(space, n)``, and an empty
 ``(0, Nt[, K])`` array elsewhere, so arithmetic runs the same on every rank
 and a dot product is one all-reduce over the whole grid.  ``local`` is a
-NumPy or CuPy array; scatter, gather, read and write go through host memory.
+NumPy or CuPy array; scatter, gather, read and write go through host memory,
+:meth:`DistVector.allgather` keeps a CuPy block on the device.
 
 Global metadata (``space``, ``n``, ``Nt``, ``K``) is agreed by all ranks
 when a vector is made (:meth:`DistVector.__init__`, :meth:`read`,
@@ -86,19 +87,19 @@ class DistVector:
                 if len(shape) not in (2, 3) or shape[0] != count or (Nt is not None and shape[1] != Nt):
                     want = f"({count}, {Nt if Nt is not None else 'Nt'}[, K])"
                     raise ConfigError(f"DistVector: local block must have shape {want}, got {shape}")
-                vote.share((shape[1], shape[2] if len(shape) == 3 else None))
-        agreed = vote.agreed("the vector's (Nt, K)")
+                vote.share((shape[1], shape[2] if len(shape) == 3 else None, _float_dtype(local).str))
+        agreed = vote.agreed("the vector's (Nt, K, dtype)")
         if agreed is None:  # no holder shared: only possible with n == 0 blocks anywhere
-            agreed = (Nt, None)
-        Nt_, K = agreed
+            agreed = (Nt, None, np.dtype(np.float64).str)
+        Nt_, K, dtype = agreed
         if Nt_ is None:
             raise ConfigError("DistVector: Nt unknown (no rank holds blocks); pass Nt=")
         if holds:
             xp = array_module(local)
             local = local if local.dtype.kind == "f" else xp.asarray(local, dtype=np.float64)
-        else:
+        else:  # an empty block of the holders' dtype, so that gathers agree on the element type
             xp = array_module(local) if local is not None else np
-            local = xp.empty((0, Nt_) + ((K,) if K is not None else ()), dtype=np.float64)
+            local = xp.empty((0, Nt_) + ((K,) if K is not None else ()), dtype=np.dtype(dtype))
         self._set(local, grid, space, n, Nt_, K, qoi)
 
     # -- construction without a vote (metadata already agreed) ----------------
@@ -142,15 +143,14 @@ class DistVector:
         with collective(grid.comm, "making a distributed vector from a global array") as vote:
             if len(shape) not in (2, 3):
                 raise ConfigError(f"a {space}-space vector must have shape (n, Nt) or (n, Nt, K), got {shape}")
-            vote.share(shape)
-        shape = vote.agreed("the global vector shape")
+            vote.share((shape, _float_dtype(full).str))
+        shape, dtype = vote.agreed("the global vector's shape and dtype")
         n = shape[0]
         start, count = grid.block(space, n)
         if grid.holds(space):
-            local = full[start:start + count].copy()
-            local = local if local.dtype.kind == "f" else local.astype(np.float64)
+            local = full[start:start + count].astype(dtype, copy=True)
         else:
-            local = array_module(full).empty((0,) + shape[1:], dtype=np.float64)
+            local = array_module(full).empty((0,) + shape[1:], dtype=np.dtype(dtype))
         return cls._wrap(local, grid, space, n, shape[1], shape[2] if len(shape) == 3 else None, qoi)
 
     @classmethod
@@ -226,18 +226,32 @@ class DistVector:
     def dtype(self):
         return self.local.dtype
 
-    def gather(self, root: int | None = 0) -> np.ndarray | None:
-        """The whole ``(n, Nt[, K])`` array (NumPy) on grid rank ``root``
-        (every rank when ``root`` is None), None elsewhere.  One ``Gatherv``."""
+    def _counts(self) -> list[int]:
+        """Elements of the vector on each grid rank (0 on non-holders)."""
         per_block = math.prod(self.shape[1:])
         counts = [0] * self.grid.size
         for rank, _, count in self.grid.holder_blocks(self.space, self.n):
             counts[rank] = count * per_block
+        return counts
+
+    def gather(self, root: int | None = 0) -> np.ndarray | None:
+        """The whole ``(n, Nt[, K])`` array (NumPy) on grid rank ``root``
+        (every rank when ``root`` is None), None elsewhere.  One ``Gatherv``."""
         send = np.ascontiguousarray(to_host(self.local))
         recv = None
         if root is None or self.grid.rank == root:
             recv = np.empty(self.shape, dtype=send.dtype)
-        return self.grid.all.gatherv(send, counts, recv, root=root)
+        return self.grid.all.gatherv(send, self._counts(), recv, root=root)
+
+    def allgather(self) -> Array:
+        """The whole ``(n, Nt[, K])`` array on every rank, in the local
+        block's array module: on a GPU grid a CuPy array gathered device to
+        device (NCCL, or CUDA-aware MPI; plain MPI stages it through the
+        host).  One collective over the grid."""
+        xp = array_module(self.local)
+        send = xp.ascontiguousarray(self.local)
+        recv = xp.empty(self.shape, dtype=send.dtype)
+        return self.grid.all.gatherv(send, self._counts(), recv, root=None)
 
     def write(self, path: "str | os.PathLike", *, qoi: bool | None = None, attrs: dict | None = None) -> None:
         """Gather to grid rank 0, which writes the file atomically
@@ -348,6 +362,12 @@ class DistVector:
     def __repr__(self) -> str:
         return (f"DistVector({self.space}, shape={self.shape}, grid={self.grid.pr}x{self.grid.pc}, "
                 f"local={tuple(self.local.shape)})")
+
+
+def _float_dtype(a: Array) -> np.dtype:
+    """The dtype a vector keeps for ``a``'s values: its own when floating, else float64."""
+    dtype = np.dtype(a.dtype)
+    return dtype if dtype.kind == "f" else np.dtype(np.float64)
 
 
 def inner(x: DistVector, y: DistVector) -> float:

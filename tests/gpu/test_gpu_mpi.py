@@ -153,13 +153,20 @@ def test_nccl_collectives(comm, dtype):
                 np.testing.assert_allclose(x.get(), val * tot, rtol=rtol)
             else:
                 assert res is None
+            # all-gather with uneven counts, one rank sending nothing when there are several
+            counts = [0 if (r == 1 and size > 2) else 2 * r + 3 for r in range(size)]
+            pieces = [(np.arange(c) + 100 * r).astype(np.float64) for r, c in enumerate(counts)]
+            pieces = [(p + (1j * p if np.dtype(dtype).kind == "c" else 0)).astype(dtype) for p in pieces]
+            whole = cupy.full(sum(counts), -1, dtype)
+            assert coll.gatherv(cupy.asarray(pieces[rank]), counts, whole, root=None) is whole
+            np.testing.assert_array_equal(whole.get(), np.concatenate(pieces))
             # host arrays go through MPI
             h = np.full(4, float(rank + 1))
             coll.allreduce(h)
             np.testing.assert_allclose(h, tot)
             stream.synchronize()
             stats = coll.stats
-        for op in ("bcast", "allreduce", "reduce", "ireduce"):
+        for op in ("bcast", "allreduce", "reduce", "ireduce", "allgatherv"):
             assert stats[op]["calls"] >= 1 and stats[op]["seconds"] >= 0, stats
         assert stats["allreduce"]["calls"] == 3 and stats["reduce"]["calls"] == 2
         assert stats["mpi:allreduce"]["calls"] == 1
@@ -249,8 +256,8 @@ def test_operator_on_gpu_grid_vs_cpu(comm, chunks):
 @pytest.mark.mpi(min_size=1)
 def test_replicated_operator_keeps_whole_vectors_on_the_device(comm):
     """The inversion's view of a GPU grid: whole CuPy vectors in, whole CuPy
-    vectors out on every rank (the gather goes through the host), equal to
-    the CPU single-process products."""
+    vectors out on every rank, equal to the CPU single-process products; with
+    NCCL the gather of the result stays on the device (no host all-gather)."""
     rng = np.random.default_rng(comm.bcast(int.from_bytes(os.urandom(4), "little") if comm.rank == 0 else None))
     Nd, Nm, Nt = 5, 13, 6
     f = rng.standard_normal((Nd, Nm, Nt))
@@ -263,10 +270,38 @@ def test_replicated_operator_keeps_whole_vectors_on_the_device(comm):
         with make_grid(comm, shape) as grid:
             F = ReplicatedOperator(BTTOperator(f, grid=grid, device="gpu"))
             assert F.xp is cupy
+            grid.reset_comm_stats()
             for name, v in (("matvec", m), ("rmatvec", d), ("normal", m)):
                 y = getattr(F, name)(cupy.asarray(v))
                 assert isinstance(y, cupy.ndarray), (shape, name)
                 assert max_all(comm, rel_err(y.get(), refs[name])) < 1e-13, (shape, name)
+            gathers = grid.comm_stats()["all"]
+            if grid.size == 1:  # one process: the products themselves, no gather
+                assert not gathers, gathers
+            elif grid.collectives == "nccl":
+                assert gathers["allgatherv"]["calls"] == 3 and "mpi:gatherv" not in gathers, gathers
+            else:
+                assert gathers["gatherv"]["calls"] == 3, gathers
+
+
+@pytest.mark.mpi(min_size=1)
+def test_device_allgather_of_a_distributed_vector(comm):
+    """``DistVector.allgather`` of CuPy blocks: a CuPy array on every rank,
+    equal to the whole vector, on every grid, with uneven blocks, a batch and
+    float32 blocks (NCCL, or MPI staged through the host)."""
+    if forced_nccl_impossible(comm.size):
+        pytest.skip(f"{COLLECTIVES_ENV}=nccl cannot run here ({comm.size} ranks, {_NDEV} GPUs)")
+    rng = np.random.default_rng(comm.bcast(int.from_bytes(os.urandom(4), "little") if comm.rank == 0 else None))
+    for shape in shapes(comm.size):
+        with make_grid(comm, shape) as grid:
+            for space, n, tail, dtype in (("param", 7, (5,), np.float64), ("data", 3, (4, 2), np.float64),
+                                          ("param", 5, (3,), np.float32)):
+                full = rng.standard_normal((n,) + tail).astype(dtype)
+                v = DistVector.from_global(cupy.asarray(full), grid, space)
+                whole = v.allgather()
+                ok = isinstance(whole, cupy.ndarray) and whole.dtype == dtype
+                ok = ok and bool((whole == cupy.asarray(full)).all())
+                assert all(comm.allgather(ok)), (shape, space, n, tail, dtype)
 
 
 @pytest.mark.mpi(min_size=1)

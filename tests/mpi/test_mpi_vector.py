@@ -34,6 +34,14 @@ def test_placement_and_gather(comm, mpi_rng, space, n, Nt, K):
         gl = v.gather(root=last)
         ok &= np.array_equal(gl, full) if grid.rank == last else gl is None
         ok &= np.array_equal(v.gather(root=None), full)
+        whole = v.allgather()
+        ok &= type(whole) is np.ndarray and np.array_equal(whole, full)
+        # float32 blocks: the ranks without blocks take the holders' dtype, so the gathers agree
+        f32 = DistVector.from_global(full.astype(np.float32), grid, space)
+        ok &= f32.local.dtype == np.float32 and np.array_equal(f32.allgather(), full.astype(np.float32))
+        counting = np.arange(math.prod(shape)).reshape(shape)
+        ints = DistVector.from_global(counting, grid, space)
+        ok &= ints.local.dtype == np.float64 and np.array_equal(ints.allgather(), counting)
         assert all_true(comm, ok), grid.shape
 
 
