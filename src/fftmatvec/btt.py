@@ -14,6 +14,7 @@ from typing import Any, Callable, ContextManager
 import numpy as np
 
 from .backend import Backend
+from .errors import FftmatvecError
 from .layout import block_range
 from .precision import Precision
 
@@ -55,6 +56,12 @@ class LocalBTT:
         Where ``Fhat`` lives and the stages run.
     sbgemv_dtypes : iterable of complex dtypes
         Precisions in which ``Fhat`` is kept (one copy each; normally one).
+    name : str
+        What ``f`` is called in errors (``"f"``, ``"aux"``).
+
+    Raises :class:`~fftmatvec.errors.FftmatvecError` when ``f`` holds NaN or
+    Inf, or a copy of ``Fhat`` overflows its precision: each copy is checked
+    where it lives, on a GPU without reading ``f`` on the host.
 
     Attributes
     ----------
@@ -62,15 +69,23 @@ class LocalBTT:
         ``(Nf, nd, nm)`` complex, frequency-major, per kept precision.
     """
 
-    def __init__(self, f: np.ndarray, backend: Backend, sbgemv_dtypes) -> None:
+    def __init__(self, f: np.ndarray, backend: Backend, sbgemv_dtypes, name: str = "f") -> None:
         if f.ndim != 3:
-            raise ValueError(f"f must have shape (nd, nm, Nt), got {f.shape}")
+            raise ValueError(f"{name} must have shape (nd, nm, Nt), got {f.shape}")
         self.nd, self.nm, self.Nt = f.shape
         self.L = 2 * self.Nt
         self.Nf = self.Nt + 1
         self.backend = backend
-        self.Fhat = backend.fft_matrices(f, sbgemv_dtypes)
+        with np.errstate(invalid="ignore", over="ignore"):  # bad values are reported below, by name
+            self.Fhat = backend.fft_matrices(f, sbgemv_dtypes)
         self._workspaces: dict[tuple[bool, str, int], _Workspace] = {}
+        checks = {dtype: backend.finite_check(a) for dtype, a in self.Fhat.items()}
+        overflowed = [dtype.name for dtype, finite in checks.items() if not finite()]
+        if overflowed:  # NaN or Inf in f spreads to every frequency; a finite f can only overflow
+            if not np.all(np.isfinite(f)):
+                raise FftmatvecError(f"{name} contains NaN or Inf")
+            raise FftmatvecError(f"the transform of {name} overflows {' and '.join(overflowed)}: scale {name} "
+                                 "or keep Fhat in complex128")
 
     def keep(self, sbgemv_dtypes) -> None:
         """Keep ``Fhat`` only in ``sbgemv_dtypes`` (a subset of the kept

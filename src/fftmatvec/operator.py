@@ -141,7 +141,8 @@ class BTTOperator:
             self.aux_engine = None
             if aux is not None:
                 aux = self._local_slab(aux, "aux")
-                self.aux_engine = LocalBTT(aux, self.backend, dtypes if auto else {self.adjoint_precision.sbgemv})
+                self.aux_engine = LocalBTT(aux, self.backend, dtypes if auto else {self.adjoint_precision.sbgemv},
+                                           name="aux")
             self.backend.synchronize()
         vote.agreed("the operator sizes (Nd, Nm, Nt)")
         use_device = getattr(self.grid, "use_device", None)
@@ -195,7 +196,8 @@ class BTTOperator:
     def _local_slab(self, f: Any, name: str) -> np.ndarray:
         """This rank's slab ``f[I_r, J_c, :]``: ``f`` itself when it has the
         slab's shape, cut from ``f`` when it is the whole ``(Nd, Nm, Nt)``
-        array; checked for NaN/Inf.  Local work only (inside the set-up vote)."""
+        array.  Local work only (inside the set-up vote); its values are
+        checked by the engine, on its transform (:class:`LocalBTT`)."""
         (i0, nd), (j0, nm) = self.grid.row_block(self.Nd), self.grid.col_block(self.Nm)
         shape = np.shape(f)
         if shape == (self.Nd, self.Nm, self.Nt) and (nd, nm) != (self.Nd, self.Nm):
@@ -205,8 +207,6 @@ class BTTOperator:
                 f"{name} must have shape {(nd, nm, self.Nt)} (the local slab) or "
                 f"{(self.Nd, self.Nm, self.Nt)} (the whole matrix), got {shape}"
             )
-        if not np.all(np.isfinite(f)):
-            raise FftmatvecError(f"{name} contains NaN or Inf")
         return f
 
     # -- shapes ------------------------------------------------------------

@@ -520,6 +520,27 @@ def test_finite_check_with_work_queued_after_it(gpu, rng, bad, dtype):
     assert answer() == (bad in (None, "overflow"))
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_bad_matrix_values_are_found_on_the_device(gpu, rng, bad):
+    """The set-up checks ``Fhat`` on the GPU (``f`` is not scanned on the
+    host): a bad value in ``f`` or ``aux`` names the array, a finite ``f``
+    whose transform overflows complex64 is refused, and a good one passes."""
+    f = rng.standard_normal((3, 40, 9))
+    for at in [(0, 0, 0), (2, 39, 8), (1, 17, 4)]:
+        f_bad = f.copy()
+        f_bad[at] = bad
+        for precision in ("ddddd", "dssdd"):
+            with pytest.raises(FftmatvecError, match="^f contains NaN or Inf$"):
+                BTTOperator(f_bad, precision=precision, device=gpu)
+        with pytest.raises(FftmatvecError, match="^aux contains NaN or Inf$"):
+            BTTOperator(f, aux=f_bad, device=gpu)
+    with pytest.raises(FftmatvecError, match="transform of f overflows complex64"):
+        BTTOperator(f * 1e38, precision="dssdd", device=gpu)
+    m = rng.standard_normal((40, 9))
+    ref = BTTOperator(f * 1e38).matvec(m)
+    assert rel_err(BTTOperator(f * 1e38, device=gpu).matvec(m), ref) < 1e-13
+
+
 # (Nd, Nm, Nt) for the one-kernel product: the fixture, Nt = 1 and 32 (the largest taken), adjoint blocks
 # of 32 columns with a partial last one, Nd or Nm = 1, more rows than 4 per multiprocessor (several per block)
 DIRECT_SHAPES = [(15, 289, 10), (4, 5, 1), (3, 7, 32), (2, 65, 9), (1, 40, 5), (9, 1, 7), (701, 3, 4),

@@ -240,6 +240,26 @@ def test_bad_inputs(rng):
         BTTOperator(rng.standard_normal((3, 4)))
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_bad_matrix_values_fail_the_set_up_by_name(rng, bad):
+    """The engine checks ``Fhat`` (where it lives), not ``f`` on the host: a
+    bad value anywhere in ``f`` or ``aux`` still names the array, and a
+    finite ``f`` whose transform overflows complex64 is refused too."""
+    f = rng.standard_normal((3, 4, 5))
+    for at in [(0, 0, 0), (2, 3, 4), (1, 2, 3)]:
+        f_bad = f.copy()
+        f_bad[at] = bad
+        for precision in ("ddddd", "dssdd", "auto"):
+            with pytest.raises(FftmatvecError, match="^f contains NaN or Inf$"):
+                BTTOperator(f_bad, precision=precision, tolerance=1e-3 if precision == "auto" else None)
+        with pytest.raises(FftmatvecError, match="^aux contains NaN or Inf$"):
+            BTTOperator(f, aux=f_bad)
+    big = f * 1e38  # finite in float64; its transform's sums pass complex64's 3.4e38
+    with pytest.raises(FftmatvecError, match="transform of f overflows complex64"):
+        BTTOperator(big, precision="dssdd")
+    assert rel_err(BTTOperator(big).matvec(np.ones((4, 5))), direct_btt(big, np.ones((4, 5)))) < 1e-13
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, None])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
 def test_finite_check_finds_each_bad_value(rng, bad, dtype):
