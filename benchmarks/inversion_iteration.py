@@ -7,9 +7,12 @@ size on a Matérn prior grid; one JSON line per placement to ``--out``.
 
 ``--vectors host`` with ``--device gpu`` is how ``fftmatvec invert`` ran
 before stop 62: the prior and the solver on the host, each product copying
-its input to the GPU and its result back.
+its input to the GPU and its result back.  Under ``mpiexec`` with
+``--proc-grid PRxPC`` the products run on that grid of ranks (one GPU a rank
+with ``--device gpu``) and rank 0 writes the lines.
 
     python benchmarks/inversion_iteration.py --device gpu --vectors host device --out FILE
+    mpiexec -n 2 python benchmarks/inversion_iteration.py --device gpu --proc-grid 1x2 --rank 0 --out FILE
 """
 
 import argparse
@@ -20,6 +23,7 @@ import numpy as np
 from prior_sqrt import emit
 
 from fftmatvec import BTTOperator, ReplicatedOperator
+from fftmatvec.grid import ProcessGrid
 from fftmatvec.backend.arrays import to_host
 from fftmatvec.inversion import LowRankPosterior, MaternPrior, WhiteNoise, map_cg_parameter
 
@@ -35,12 +39,14 @@ def main():
                     help="where the inversion's vectors live (host: NumPy, device: the operator's arrays)")
     ap.add_argument("--iterations", type=int, default=30)
     ap.add_argument("--rank", type=int, default=20, help="rank of the low-rank posterior (0: not timed)")
+    ap.add_argument("--proc-grid", default=None, help="PRxPC grid of MPI ranks for the products (default: 1 x ranks)")
     ap.add_argument("--out")
     args = ap.parse_args()
     Nm = args.grid[0] * args.grid[1]
     rng = np.random.default_rng(0)
     f = rng.standard_normal((args.Nd, Nm, args.Nt)) * np.exp(-np.arange(args.Nt) / 50.0)
-    F = ReplicatedOperator(BTTOperator(f, device=args.device, precision=args.precision))
+    ranks = ProcessGrid.from_option(None, args.proc_grid, args.Nd, Nm, device=args.device)
+    F = ReplicatedOperator(BTTOperator(f, device=args.device, precision=args.precision, grid=ranks))
     del f
     d_host = rng.standard_normal((args.Nd, args.Nt))
     maps = {}
@@ -57,16 +63,19 @@ def main():
         maps[vectors] = to_host(result.m)
         row = {"what": "inversion-iteration", "machine": platform.node(), "device": args.device,
                "vectors": vectors, "grid": args.grid, "Nm": Nm, "Nd": args.Nd, "Nt": args.Nt,
-               "precision": args.precision, "iterations": result.cg.iterations, "solve_s": solve_s,
+               "precision": args.precision, "proc_grid": F.grid_shape,
+               "collectives": getattr(ranks, "collectives", None), "iterations": result.cg.iterations, "solve_s": solve_s,
                "iteration_median_s": float(np.median(np.diff(stamps))) if len(stamps) > 1 else None}
         if args.rank:
             start = time.perf_counter()
             LowRankPosterior(F, prior, noise, args.rank, rng=np.random.default_rng(0))
             row["low_rank_posterior_s"] = time.perf_counter() - start
+        row["map_norm"] = float(np.linalg.norm(maps[vectors]))  # to compare runs on other grids
         if len(maps) > 1:
             first = next(iter(maps.values()))
             row["map_rel_difference"] = float(np.linalg.norm(maps[vectors] - first) / np.linalg.norm(first))
-        emit(row, args.out)
+        if ranks.rank == 0:
+            emit(row, args.out)
 
 
 if __name__ == "__main__":
