@@ -5,7 +5,9 @@ the vectors on the GPU, with its short axes transformed by DCT-matrix
 products (``dct_s``, since stop 62) and with every axis by the FFT-based
 transform (``fft_dct_s``, a ``DENSE_DCT_MAX`` of 0), against a sparse LU solve of
 the same ``S^{-1} = A`` on the host (SuperLU, how it was solved before stop
-61), and their difference.  One JSON line per grid to ``--out``.
+61), and their difference.  On the GPU also the host's and the device's time
+of one ``dct_s`` call apart (``dct_host_s``, ``dct_device_s``: the call
+queued behind a spinning kernel).  One JSON line per grid to ``--out``.
 
     python benchmarks/prior_sqrt.py --shape 40 75 --Nt 500 --out benchmarks/results/cpu-prior-sqrt-stop61.jsonl
 """
@@ -98,7 +100,40 @@ def main():
         "splu_solve_s": median_ms(lambda: lu.solve(x), args.reps) / 1e3,
         "rel_difference": float(np.linalg.norm(dct - ref) / np.linalg.norm(ref)),
     }
+    if args.device == "gpu":
+        arrays.DENSE_DCT_MAX[module] = dense_max
+        row["dct_host_s"], row["dct_device_s"] = host_and_device_seconds(lambda: prior.sqrt(x_device), args.reps)
+        arrays.DENSE_DCT_MAX[module] = default
     emit(row, args.out)
+
+
+def host_and_device_seconds(fn, reps: int, busy_s: float = 0.05) -> tuple[float, float]:
+    """Medians of one call's host time and device time, apart: the calls are
+    queued behind a kernel that spins ``busy_s``, so the host's launches do
+    not wait for the device, and events around each call then time its
+    device work alone (no gaps from launches)."""
+    import cupy as cp
+
+    spin = cp.RawKernel(r"""extern "C" __global__ void spin(long long cycles) {
+        const long long t0 = clock64();
+        while (clock64() - t0 < cycles) {}
+    }""", "spin")
+    cycles = np.int64(busy_s * cp.cuda.Device().attributes["ClockRate"] * 1e3)
+    fn()
+    host, device = [], []
+    for _ in range(reps):
+        spin((1,), (1,), (cycles,))
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        t0 = time.perf_counter()
+        fn()
+        host.append(time.perf_counter() - t0)
+        end.record()
+        if start.done:
+            raise RuntimeError("the spin ended before the call was queued: raise busy_s")
+        end.synchronize()
+        device.append(cp.cuda.get_elapsed_time(start, end) * 1e-3)
+    return float(np.median(host)), float(np.median(device))
 
 
 if __name__ == "__main__":

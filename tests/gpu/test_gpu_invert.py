@@ -15,7 +15,7 @@ from gputools import require_gpu
 require_gpu()
 
 from fftmatvec import BTTOperator, ReplicatedOperator  # noqa: E402
-from fftmatvec.backend.arrays import to_host  # noqa: E402
+from fftmatvec.backend.arrays import matmul_each, to_host  # noqa: E402
 from fftmatvec.cli import main  # noqa: E402
 from fftmatvec.inversion import (  # noqa: E402
     DataSpaceCholesky,
@@ -76,6 +76,44 @@ def test_a_prior_on_the_gpu_equals_the_host(kind):
     draw = device.sample(np.random.default_rng(9), K=2)
     assert isinstance(draw, cupy.ndarray)
     np.testing.assert_allclose(draw.get(), host.sample(np.random.default_rng(9), K=2), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("shape", [(1, 5, 7), (3, 75, 500), (40, 1, 2), (2, 9, 1), (0, 4, 3)])
+@pytest.mark.parametrize("transpose", [False, True])
+def test_matmul_each_calls_cublas_as_numpy_multiplies(shape, transpose):
+    """The direct cuBLAS call (row-major data through a column-major GEMM,
+    ``C`` shared by the batch) against NumPy, also on a strided input, and
+    left alone in another stream's and pointer mode's state; float32 takes
+    ``cupy.matmul``."""
+    cupy = require_gpu()
+    from cupy_backends.cuda.libs import cublas
+
+    rng = np.random.default_rng(11)
+    lead, n, m = shape
+    C, x = rng.standard_normal((n, n)), rng.standard_normal(shape)
+    want = np.matmul(C.T if transpose else C, x)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        got = matmul_each(cupy.asarray(C), cupy.asarray(x), transpose=transpose)
+        wide = cupy.zeros((lead, n, 2 * m))
+        wide[:, :, ::2] = cupy.asarray(x)
+        strided = matmul_each(cupy.asarray(C), wide[:, :, ::2], transpose=transpose)
+    stream.synchronize()
+    for y in (got, strided):
+        assert isinstance(y, cupy.ndarray) and y.shape == shape
+        np.testing.assert_allclose(y.get(), want, rtol=1e-12, atol=1e-12 * max(1.0, abs(want).max(initial=0)))
+    handle = cupy.cuda.device.get_cublas_handle()
+    before = cublas.getPointerMode(handle)
+    cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_DEVICE)  # alpha and beta still read from the host
+    try:
+        again = matmul_each(cupy.asarray(C), cupy.asarray(x), transpose=transpose)
+        assert cublas.getPointerMode(handle) == cublas.CUBLAS_POINTER_MODE_DEVICE
+    finally:
+        cublas.setPointerMode(handle, before)
+    np.testing.assert_array_equal(again.get(), got.get())
+    single = matmul_each(cupy.asarray(C, np.float32), cupy.asarray(x, np.float32), transpose=transpose)
+    assert single.dtype == np.float32
+    np.testing.assert_allclose(single.get(), want, rtol=1e-4, atol=1e-4 * max(1.0, abs(want).max(initial=0)))
 
 
 @pytest.mark.parametrize("method", ["cg-parameter", "cg-data", "cholesky-data"])

@@ -50,6 +50,44 @@ def dct_matrix(n: int, xp: ModuleType = np) -> Any:
     return xp.asarray(C)
 
 
+_ONE, _ZERO = np.array(1.0), np.array(0.0)  # GEMM's alpha and beta, read through host pointers
+
+
+def matmul_each(C: Any, x: Any, *, transpose: bool = False) -> Any:
+    """``C @ x[b]`` (``C.T @ x[b]`` with ``transpose``) for every ``b``.
+
+    C : (n, n) array; x : (lead, n, m) array of the same module.  Returns a
+    new (lead, n, m) array.  For float64 CuPy arrays one cuBLAS strided
+    batched GEMM called directly: ``cupy.matmul`` spent 103.5 us of host time
+    on a call that this one makes in 20.5 (40 x 75 x 500, an H200, stop 64),
+    and the Matérn prior's square root, four such products, was bound by it.
+    """
+    xp = array_module(x)
+    if xp is np or x.dtype != np.float64 or C.dtype != np.float64:
+        return xp.matmul(C.T if transpose else C, x)
+    from cupy_backends.cuda.libs import cublas
+
+    x = xp.ascontiguousarray(x)
+    C = xp.ascontiguousarray(C)
+    lead, n, m = x.shape
+    y = xp.empty_like(x)
+    if x.size == 0:
+        return y
+    # Row-major y[b] = C x[b] is column-major y[b]^T = x[b]^T C^T; the column-major view of C is C^T.
+    handle = xp.cuda.device.get_cublas_handle()
+    cublas.setStream(handle, xp.cuda.get_current_stream().ptr)
+    mode = cublas.getPointerMode(handle)
+    cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+    try:
+        cublas.dgemmStridedBatched(
+            handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_T if transpose else cublas.CUBLAS_OP_N, m, n, n,
+            _ONE.ctypes.data, x.data.ptr, m, n * m, C.data.ptr, n, 0, _ZERO.ctypes.data, y.data.ptr, m, n * m,
+            lead)
+    finally:
+        cublas.setPointerMode(handle, mode)
+    return y
+
+
 def dctn(x: Any, axes: Sequence[int], *, inverse: bool = False, workers: int | None = None) -> Any:
     """The orthonormal DCT-II (or its inverse) of ``x`` along ``axes``, on ``x``'s device.
 
@@ -59,9 +97,8 @@ def dctn(x: Any, axes: Sequence[int], *, inverse: bool = False, workers: int | N
     for axis in axes:
         n = x.shape[axis]
         if n <= DENSE_DCT_MAX[xp.__name__]:
-            C = dct_matrix(n, xp)
             lead = math.prod(x.shape[:axis])
-            x = xp.matmul(C.T if inverse else C, x.reshape(lead, n, -1)).reshape(x.shape)
+            x = matmul_each(dct_matrix(n, xp), x.reshape(lead, n, -1), transpose=inverse).reshape(x.shape)
         elif xp is np:
             import scipy.fft
 

@@ -172,8 +172,11 @@ class MaternFactor:
 
     def _scale(self, x: Array, divide: bool) -> Array:
         """``x`` (n, k) times (or divided by) ``S^{-1}``'s eigenvalues in the DCT basis."""
-        y = dctn(x.reshape(self.shape + (-1,)), self.axes, workers=self.workers)
-        y = y / self._eig if divide else y * self._eig
+        y = dctn(x.reshape(self.shape + (-1,)), self.axes, workers=self.workers)  # a new array
+        if divide:
+            y /= self._eig
+        else:
+            y *= self._eig
         return dctn(y, self.axes, inverse=True, workers=self.workers).reshape(x.shape)
 
     def solve(self, x: Array) -> Array:
