@@ -58,9 +58,9 @@ def matmul_each(C: Any, x: Any, *, transpose: bool = False) -> Any:
 
     C : (n, n) array; x : (lead, n, m) array of the same module.  Returns a
     new (lead, n, m) array.  For float64 CuPy arrays one cuBLAS strided
-    batched GEMM called directly: ``cupy.matmul`` spent 103.5 us of host time
-    on a call that this one makes in 20.5 (40 x 75 x 500, an H200, stop 64),
-    and the Matérn prior's square root, four such products, was bound by it.
+    batched GEMM called directly: ``cupy.matmul`` took 90.3 us a call that
+    this one makes in 34.5, bound by its host work (40 x 75 x 500 on an H200,
+    benchmarks/dct_matmul_host.py, docs/inversion.md).
     """
     xp = array_module(x)
     if xp is np or x.dtype != np.float64 or C.dtype != np.float64:
