@@ -11,6 +11,7 @@ from mpitools import all_true, comm, each_grid, max_all, mpi_rng, rel_err  # noq
 
 from fftmatvec import BTTOperator
 from fftmatvec.errors import ConfigError
+from fftmatvec.grid import ProcessGrid
 from fftmatvec.vector import DistVector, inner
 
 CASES = [("param", 7, 5, None), ("data", 3, 4, None), ("param", 2, 3, 2), ("data", 1, 6, None), ("param", 1, 2, 3)]
@@ -113,6 +114,17 @@ def test_constructor_from_local_blocks(comm, mpi_rng):
             assert v.Nt == Nt and np.array_equal(v.gather(root=None), full)
             z = DistVector.zeros(grid, space, n, Nt, K=2)
             assert z.shape == (n, Nt, 2) and z.norm() == 0.0
+            # float32 blocks: the ranks without blocks keep an empty float32 array, so the gather agrees
+            f32 = DistVector(full[s:s + c].astype(np.float32) if grid.holds(space) else None, grid, space, n)
+            assert f32.dtype == np.float32 and np.array_equal(f32.allgather(), full.astype(np.float32))
+    if comm.size > 1:  # holders' blocks of two dtypes, or whole arrays of two: the same error everywhere
+        with ProcessGrid(comm, (1, comm.size)) as grid:
+            s, c = grid.block("param", n)
+            dtype = np.float32 if grid.rank == 0 else np.float64
+            with pytest.raises(ConfigError, match="ranks disagree on the vector's"):
+                DistVector(full[s:s + c].astype(dtype), grid, "param", n)
+            with pytest.raises(ConfigError, match="ranks disagree on the global vector's shape and dtype"):
+                DistVector.from_global(full.astype(dtype), grid, "param")
 
 
 @pytest.mark.mpi(min_size=1)
