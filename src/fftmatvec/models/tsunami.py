@@ -435,7 +435,7 @@ class TsunamiModel:
         """Batched over observers: ``f(t)^T = R^T (P^T)^t obs^T`` with ``P`` one
         interval's propagator and ``R`` its response to the interval's source."""
         f = np.empty((obs.shape[0], self.Nm, self.Nt))
-        lam_eta = obs.T.toarray()
+        lam_eta = obs.T.toarray(order="C")  # (CSC's default is Fortran order: every product copied it)
         lam_u = np.zeros((self._Dh.shape[1], obs.shape[0]))
         for t in range(self.Nt):
             acc = np.zeros((self.Nm, obs.shape[0]))
