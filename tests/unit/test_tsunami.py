@@ -81,6 +81,19 @@ def test_forward_and_adjoint_impulses_agree(config):
     assert rel_err(model.p2q(), fq_fwd) < 1e-13
 
 
+@pytest.mark.parametrize("threads", [2, 3, 1000])
+def test_adjoint_impulses_in_threads_equal_one_thread(monkeypatch, threads):
+    """The observers split over threads (uneven groups; more threads than
+    observers) give the one-thread responses bit for bit."""
+    model = build_model(TINY_2D)
+    monkeypatch.setattr(tsunami, "cores_per_rank", lambda: 1)
+    one = model.impulse_responses("adjoint")
+    monkeypatch.setattr(tsunami, "cores_per_rank", lambda: threads)
+    split = model.impulse_responses("adjoint")
+    for a, b in zip(one, split):
+        assert np.array_equal(a, b) and np.abs(a).max() > 0
+
+
 def test_arrival_at_the_deep_water_wave_speed():
     """The pulse from the offshore edge of the patch reaches the offshore sensor
     (all in deep water) after the travel time gap / sqrt(g h)."""

@@ -49,6 +49,7 @@ import dataclasses
 import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from fftmatvec.backend.cpu import cores_per_rank
 from fftmatvec.errors import ConfigError
 from fftmatvec.io import atomic_path, write_matrix, write_vector
 
@@ -392,9 +394,13 @@ class TsunamiModel:
         """The transpose of :meth:`_step` in place.  Afterwards the sensitivity of
         the step's output to its ``src`` is ``dt * lam_eta``."""
         lam_u *= self._damp_u
-        lam_eta -= (self.dt * G) * (self._gradT @ lam_u)
+        change = self._gradT @ lam_u
+        change *= self.dt * G  # (in place: one pass and no temporary less than ``(dt * G) * (...)``)
+        lam_eta -= change
         lam_eta *= self._damp_eta
-        lam_u -= self.dt * (self._DhT @ lam_eta)
+        change = self._DhT @ lam_eta
+        change *= self.dt
+        lam_u -= change
 
     def _run(self, m: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Step from rest under ``m`` (Nm, nt); yield the state (eta (n_cells, 1),
@@ -433,8 +439,19 @@ class TsunamiModel:
 
     def _adjoint_impulses(self, obs: sp.csr_matrix) -> np.ndarray:
         """Batched over observers: ``f(t)^T = R^T (P^T)^t obs^T`` with ``P`` one
-        interval's propagator and ``R`` its response to the interval's source."""
+        interval's propagator and ``R`` its response to the interval's source.
+        The observers are split into one group per core, run in threads (the
+        sparse products and NumPy's updates release the GIL); each observer's
+        response is computed alone, so the split does not change a bit."""
         f = np.empty((obs.shape[0], self.Nm, self.Nt))
+        bounds = np.linspace(0, obs.shape[0], min(cores_per_rank(), obs.shape[0]) + 1).astype(int)
+        groups = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+        with ThreadPoolExecutor(len(groups)) as pool:
+            list(pool.map(lambda rows: self._adjoint_group(obs[rows], f[rows]), groups))
+        return f
+
+    def _adjoint_group(self, obs: sp.csr_matrix, f: np.ndarray) -> None:
+        """:meth:`_adjoint_impulses` of the observers ``obs`` (p, n_cells) into ``f`` (p, Nm, Nt)."""
         lam_eta = obs.T.toarray(order="C")  # (CSC's default is Fortran order: every product copied it)
         lam_u = np.zeros((self._Dh.shape[1], obs.shape[0]))
         for t in range(self.Nt):
@@ -443,7 +460,6 @@ class TsunamiModel:
                 self._adjoint_step(lam_eta, lam_u)
                 acc += self._BT @ lam_eta
             f[:, :, t] = self.dt * acc.T
-        return f
 
     # ------------------------------------------------------------ geometry
 
