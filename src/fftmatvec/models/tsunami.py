@@ -395,7 +395,7 @@ class TsunamiModel:
         the step's output to its ``src`` is ``dt * lam_eta``."""
         lam_u *= self._damp_u
         change = self._gradT @ lam_u
-        change *= self.dt * G  # (in place: one pass and no temporary less than ``(dt * G) * (...)``)
+        change *= self.dt * G  # in place: one temporary and one pass fewer than ``(dt * G) * (...)``
         lam_eta -= change
         lam_eta *= self._damp_eta
         change = self._DhT @ lam_eta
@@ -444,7 +444,7 @@ class TsunamiModel:
         sparse products and NumPy's updates release the GIL); each observer's
         response is computed alone, so the split does not change a bit."""
         f = np.empty((obs.shape[0], self.Nm, self.Nt))
-        bounds = np.linspace(0, obs.shape[0], min(cores_per_rank(), obs.shape[0]) + 1).astype(int)
+        bounds = np.linspace(0, obs.shape[0], max(1, min(cores_per_rank(), obs.shape[0])) + 1).astype(int)
         groups = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
         with ThreadPoolExecutor(len(groups)) as pool:
             list(pool.map(lambda rows: self._adjoint_group(obs[rows], f[rows]), groups))
