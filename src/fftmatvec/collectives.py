@@ -98,6 +98,11 @@ class Request:
         return self._result
 
 
+def _starts(counts: list[int]) -> list[int]:
+    """Where each rank's piece begins in a buffer of consecutive pieces of ``counts`` elements."""
+    return np.concatenate(([0], np.cumsum(counts)[:-1])).astype(int).tolist()
+
+
 def _is_device_array(a: Any) -> bool:
     return hasattr(a, "__cuda_array_interface__") and not isinstance(a, np.ndarray)
 
@@ -359,7 +364,7 @@ class MPICollectives(Collectives):
     def scatterv(self, send: np.ndarray | None, counts: list[int], recv: np.ndarray, root: int = 0) -> np.ndarray:
         self._check(recv, "scatterv output")
         t0 = time.perf_counter()
-        displs = np.concatenate(([0], np.cumsum(counts)[:-1])).tolist()
+        displs = _starts(counts)
         spec = None
         if self.rank == root:
             self._check(send, "scatterv input")
@@ -371,7 +376,7 @@ class MPICollectives(Collectives):
     def gatherv(self, send: Array, counts: list[int], recv: Array | None, root: int | None = 0):
         self._check(send, "gatherv input")
         t0 = time.perf_counter()
-        displs = np.concatenate(([0], np.cumsum(counts)[:-1])).tolist()
+        displs = _starts(counts)
         host_send, _ = self._host(send)
         spec, host_recv, staged = None, None, False
         if root is None or self.rank == root:
@@ -664,7 +669,7 @@ class NCCLCollectives(Collectives):
             raise ValueError(f"gatherv: {send.size} {send.dtype} elements sent into {recv.size} {recv.dtype} "
                              f"for counts {counts}")
         dt, per = self._types[np.dtype(send.dtype)]
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1])).tolist()
+        starts = _starts(counts)
         nccl = self._nccl_mod
 
         def call(stream: int) -> None:
