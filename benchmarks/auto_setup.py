@@ -1,13 +1,16 @@
 """Set-up time of an operator with ``precision="auto"``: ``Fhat`` and the measurement of the 32 codes.
 
 Builds ``BTTOperator(f, precision="auto", tolerance=TOL)`` on a random operator
-(``tuning.synthetic_matrix``) ``--rounds`` times and prints one JSON line per
+(``tuning.synthetic_matrix``), or with ``--matrix DIR`` from a matrix folder
+(``BTTOperator.from_matrix_dir``: reading and checking the files counts),
+``--rounds`` times and prints one JSON line per
 round: the whole set-up, the calls of ``Backend.fft_matrix`` (the transforms of
 ``f``, counted and timed by wrapping it) and the chosen codes.  Uses
 only ``BTTOperator``'s public arguments, so the same script times another
 revision's ``src/`` (``PYTHONPATH=OTHER/src``).
 
     python benchmarks/auto_setup.py --Nm 3000 --Nd 80 --Nt 500 --device cpu --rounds 3 [--profile 30]
+    python benchmarks/auto_setup.py --matrix out/tsunami-2d/model/p2o --device gpu --rounds 3
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ def main() -> None:
     p.add_argument("--Nm", type=int, default=3000)
     p.add_argument("--Nd", type=int, default=80)
     p.add_argument("--Nt", type=int, default=500)
+    p.add_argument("--matrix", metavar="DIR", help="build from this matrix folder (sizes from its files)")
     p.add_argument("--tol", type=float, default=1e-7)
     p.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
     p.add_argument("--rounds", type=int, default=3)
@@ -54,8 +58,15 @@ def main() -> None:
         return wrapper
 
     be.fft_matrix = timed(be.fft_matrix)  # this instance only: get_backend returns it to the operator
-    f = synthetic_matrix(args.Nd, args.Nm, args.Nt, cond=1e3, seed=0)
-    BTTOperator(f[:2, :3, :4], device=be)  # imports, kernels compiled: not counted
+    if args.matrix:
+        def build():
+            return BTTOperator.from_matrix_dir(args.matrix, precision="auto", tolerance=args.tol, device=be)
+    else:
+        f = synthetic_matrix(args.Nd, args.Nm, args.Nt, cond=1e3, seed=0)
+
+        def build():
+            return BTTOperator(f, precision="auto", tolerance=args.tol, device=be)
+    BTTOperator(np.ones((2, 3, 4)), device=be)  # imports: not counted
     for r in range(args.rounds):
         spent.update(transform_s=0.0, transforms=0)
         profile = cProfile.Profile() if args.profile else None
@@ -63,14 +74,14 @@ def main() -> None:
         t0 = time.perf_counter()
         if profile:
             profile.enable()
-        op = BTTOperator(f, precision="auto", tolerance=args.tol, device=be)
+        op = build()
         be.synchronize()
         total = time.perf_counter() - t0
         if profile:
             profile.disable()
             pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(args.profile)
-        print(json.dumps({"label": args.label, "round": r, "Nm": args.Nm, "Nd": args.Nd, "Nt": args.Nt,
-                          "device": args.device, "setup_s": round(total, 3),
+        print(json.dumps({"label": args.label, "round": r, "matrix": args.matrix,
+                          "Nm": op.Nm, "Nd": op.Nd, "Nt": op.Nt, "device": args.device, "setup_s": round(total, 3),
                           "transform_s": round(spent["transform_s"], 3), "fft_matrix_calls": spent["transforms"],
                           "forward": op.precision.code, "adjoint": op.adjoint_precision.code,
                           "fhat_bytes": int(sum(np.prod(a.shape) * a.itemsize for a in op.engine.Fhat.values()))}),

@@ -4,10 +4,11 @@ Each sub-command lives in :mod:`fftmatvec.commands` as a module with
 ``add_parser(subparsers)`` (which sets ``func``) and no work at import time;
 CuPy and MPI are imported inside the commands, so ``--help`` works anywhere.
 
-Exit status: 0 ok, 2 usage or configuration error, 1 run-time failure, the
-same on every rank.  Under an MPI launcher every rank runs the command; rank
-0 alone prints to stdout and reports errors, and an error that not every
-rank shares ends the job through ``MPI_Abort`` (:func:`fftmatvec.mpi.run_collectively`).
+Exit status: 0 ok, 2 usage or configuration error, 1 run-time failure (also,
+with no message, when the reader of stdout left), the same on every rank.
+Under an MPI launcher every rank runs the command; rank 0 alone prints to
+stdout and reports errors, and an error that not every rank shares ends the
+job through ``MPI_Abort`` (:func:`fftmatvec.mpi.run_collectively`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import contextlib
 import importlib
 import io
+import os
 import sys
 
 from . import __version__
@@ -57,7 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with quiet:
             status = run_collectively(args.func, args) if launched() else args.func(args)
+            sys.stdout.flush()  # a reader that left shows here, not at exit
         return int(status or 0)
+    except BrokenPipeError:  # stdout's reader left (`fftmatvec ... | head`): no one to tell
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # for the flush at exit
+        return 1
     except ConfigError as exc:
         _report(exc, is_root)
         return 2

@@ -1555,6 +1555,25 @@ def test_fft_matrix_chunks_and_memory_check(gpu, rng):
         gpu.fft_matrix(huge, np.complex128)
 
 
+@pytest.mark.parametrize("rows_a_block", [1, 2, 3])
+def test_fft_matrix_blocks_through_pinned_buffers(gpu, rng, monkeypatch, rows_a_block):
+    """Blocks of 1-3 rows (a short last block; each of the two buffer pairs
+    used again) of a column slab of a larger ``f`` (not contiguous, float32)
+    give the one-block ``Fhat`` bit for bit, and the float64 transform."""
+    from fftmatvec.backend import gpu as gpu_module
+
+    whole = rng.standard_normal((7, 13, 9)).astype(np.float32)
+    before = whole.copy()
+    f = whole[:, 2:11]
+    one_block = gpu.fft_matrix(f, np.complex128)
+    monkeypatch.setattr(gpu_module, "UPLOAD_BYTES", rows_a_block * 9 * 9 * 8)
+    Fhat = gpu.fft_matrix(f, np.complex128)
+    assert cupy.array_equal(Fhat, one_block)
+    ref = np.fft.rfft(f.astype(np.float64), n=18, axis=-1).transpose(2, 0, 1)
+    assert rel_err(Fhat.get(), ref) < 1e-14
+    assert np.array_equal(whole, before)
+
+
 def test_fft_matrices_round_complex64_from_complex128_and_check_memory(gpu, rng):
     f = rng.standard_normal((4, 9, 11))
     both = gpu.fft_matrices(f, [np.complex64, np.complex128])

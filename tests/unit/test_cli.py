@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -138,6 +139,19 @@ def test_usage_errors_exit_2(capsys):
     assert main(["bench", "--Nd", "3", "--Nt", "9"]) == 2
     assert main(["nosuchcommand"]) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_reader_that_left_ends_the_command_quietly(reference_dir):
+    """`fftmatvec info ... | head -0`: exit status 1 and nothing on stderr
+    (before, "fftmatvec: error: [Errno 32] Broken pipe")."""
+    read, write = os.pipe()
+    os.close(read)  # the reader left before the first line
+    try:
+        proc = subprocess.run([sys.executable, "-m", "fftmatvec", "info", str(reference_dir / "test_mat")],
+                              stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert (proc.returncode, proc.stderr) == (1, "")
 
 
 def test_console_script_help():

@@ -148,17 +148,18 @@ def test_slab_reads_only_its_files_and_hyperslabs(matrix, monkeypatch):
     meta = read_meta(mdir)
     for i in (0, 3):
         block_path(mdir, meta, i).unlink()
-    sizes = []
-    getitem = h5py.Dataset.__getitem__
+    reads = []
+    read_direct = h5py.Dataset.read_direct
 
-    def spy(self, *args, **kwargs):
-        out = getitem(self, *args, **kwargs)
-        sizes.append(out.size)
-        return out
+    def spy(self, dest, source_sel=None, dest_sel=None):
+        reads.append((dest.size, source_sel))
+        return read_direct(self, dest, source_sel, dest_sel)
 
-    monkeypatch.setattr(h5py.Dataset, "__getitem__", spy)
+    monkeypatch.setattr(h5py.Dataset, "read_direct", spy)
+    monkeypatch.setattr(h5py.Dataset, "__getitem__", None)  # nothing else reads values
     assert np.array_equal(read_matrix_slab(mdir, (1, 2), (1, 3), meta), f[1:3, 1:4])
-    assert sizes == [3 * 3, 3 * 3]
+    nt = f.shape[2]
+    assert reads == [(3 * nt, np.s_[nt:4 * nt])] * 2
 
 
 def test_partial_column_slab_skips_checksum_full_row_verifies(matrix):
@@ -168,6 +169,24 @@ def test_partial_column_slab_skips_checksum_full_row_verifies(matrix):
     assert np.array_equal(read_matrix_slab(mdir, (1, 1), (0, 4)), f[1:2, :4])
     with pytest.raises(FileFormatError, match="checksum=12345"):
         read_matrix_slab(mdir, (1, 1), (0, 5))
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 4])
+def test_the_first_bad_block_row_is_named_whichever_thread_checks_it(matrix, monkeypatch, n_threads):
+    from fftmatvec.backend import threads
+
+    monkeypatch.setattr(threads, "cores_per_rank", lambda: n_threads)
+    mdir, f = matrix
+    bad = f[3].ravel().copy()
+    bad[5] = np.inf  # block 1, step 2
+    set_vec(mdir / "binary" / "adj" / "vec_000003.h5", data=bad)  # its checksum no longer matches either
+    set_vec(mdir / "binary" / "adj" / "vec_000002.h5", checksum=np.int64(7))
+    with pytest.raises(FileFormatError, match=r"vec_000002.h5: checksum=7 but the data's CRC-32 is"):
+        read_matrix_slab(mdir, (0, 4), (0, 5))
+    with pytest.raises(FileFormatError, match=r"vec_000003.h5: checksum=\d+ but the data's CRC-32 is"):
+        read_matrix_slab(mdir, (3, 1), (0, 5))
+    with pytest.raises(FileFormatError, match=r"vec_000003.h5: non-finite value at vec\[5\] \(block 1, step 2\)"):
+        read_matrix_slab(mdir, (2, 2), (1, 4))  # no checksums of partial rows: the NaN check names it
 
 
 def test_extra_attributes_written_and_ignored(tmp_path, rng):

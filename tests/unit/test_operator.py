@@ -12,6 +12,7 @@ from conftest import direct_btt, direct_btt_adjoint, rel_err
 from fftmatvec import ALL_CODES, BTTOperator, ConfigError, FftmatvecError
 from fftmatvec.backend.base import all_finite
 from fftmatvec.backend.cpu import CPUBackend
+from fftmatvec.backend.threads import map_slices
 from fftmatvec.bench import dense_matrix
 from fftmatvec.io import read_vector
 from fftmatvec.precision import parse
@@ -268,6 +269,55 @@ def test_finite_check_finds_each_bad_value(rng, bad, dtype):
         v[rng.integers(7), rng.integers(11), rng.integers(3)] = bad
     assert all_finite(np, v) == (bad is None)
     assert CPUBackend().finite_check(v)() == (bad is None)
+
+
+@pytest.mark.parametrize("n, workers", [(0, 4), (1, 4), (7, 1), (7, 3), (5, 1000)])
+def test_map_slices_covers_the_range_in_order(n, workers):
+    seen = []
+    out = map_slices(lambda s: (seen.append(s), (s.start, s.stop))[1], n, workers)
+    assert len(out) == max(1, min(workers, n)) == len(seen)
+    assert out[0][0] == 0 and out[-1][1] == n
+    assert all(a[1] == b[0] and a[0] < a[1] for a, b in zip(out[:-1], out[1:]))  # in order, none empty
+    assert sorted(out) == out
+
+
+def test_frobenius_in_threads_matches_the_definition(rng, monkeypatch):
+    from fftmatvec.backend import threads
+    from fftmatvec.conditioning import _frobenius
+
+    def by_definition(f):  # f_t sits in Nt - t block rows of F
+        return sum((f.shape[2] - t) * np.sum(f[:, :, t] ** 2) for t in range(f.shape[2])) ** 0.5
+
+    f = rng.standard_normal((3, 11, 7))
+    for n_threads in (1, 2, 5, 64):
+        monkeypatch.setattr(threads, "cores_per_rank", lambda: n_threads)
+        for slab in (f, f[:, 1:10], f[1:, ::2]):  # whole, a column slab, strided
+            assert abs(_frobenius(slab) - by_definition(slab)) <= 1e-14 * by_definition(slab)
+
+
+def test_map_slices_runs_under_the_callers_errstate():
+    import warnings
+
+    big = np.full(8, 1e308)
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+        map_slices(lambda s: big[s] * 10, 8, 4)
+    with np.errstate(over="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert all(np.isinf(part).all() for part in map_slices(lambda s: big[s] * 10, 8, 4))
+
+
+def test_map_slices_inside_map_slices_runs_in_the_calling_thread():
+    """A pool's thread does not wait on the pool (it could wait for ever)."""
+    import threading
+
+    def outer(s):
+        me = threading.current_thread()
+        return map_slices(lambda t: (t.stop - t.start, threading.current_thread() is me), 10, 4)
+
+    parts = map_slices(outer, 6, 3)
+    assert len(parts) == 3
+    for inner in parts:
+        assert [size for size, _ in inner] == [2, 3, 2, 3] and all(same for _, same in inner)
 
 
 def test_finite_check_when_the_sum_overflows():

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from fftmatvec import io
+from fftmatvec.backend import threads
 from fftmatvec.errors import ConfigError
 from fftmatvec.models import tsunami
 from fftmatvec.models.tsunami import build_model, default_config, validate_model_config
@@ -81,14 +82,14 @@ def test_forward_and_adjoint_impulses_agree(config):
     assert rel_err(model.p2q(), fq_fwd) < 1e-13
 
 
-@pytest.mark.parametrize("threads", [2, 3, 1000])
-def test_adjoint_impulses_in_threads_equal_one_thread(monkeypatch, threads):
+@pytest.mark.parametrize("n_threads", [2, 3, 1000])
+def test_adjoint_impulses_in_threads_equal_one_thread(monkeypatch, n_threads):
     """The observers split over threads (uneven groups; more threads than
     observers) give the one-thread responses bit for bit."""
     model = build_model(TINY_2D)
-    monkeypatch.setattr(tsunami, "cores_per_rank", lambda: 1)
+    monkeypatch.setattr(threads, "cores_per_rank", lambda: 1)
     one = model.impulse_responses("adjoint")
-    monkeypatch.setattr(tsunami, "cores_per_rank", lambda: threads)
+    monkeypatch.setattr(threads, "cores_per_rank", lambda: n_threads)
     split = model.impulse_responses("adjoint")
     for a, b in zip(one, split):
         assert np.array_equal(a, b) and np.abs(a).max() > 0

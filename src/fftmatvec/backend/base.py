@@ -25,6 +25,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from .threads import map_slices
+
 Array = Any  # numpy.ndarray or cupy.ndarray
 
 
@@ -250,14 +252,18 @@ class Backend(abc.ABC):
 
         f : (nd, nm, Nt) float64 on the host.  Returns (Nt+1, nd, nm) of
         complex ``dtype`` on this backend, frequency-major.  Computed in
-        float64 and rounded once, block row by block row so that the
-        temporary memory stays at one block row.
+        float64 and rounded once, block row by block row (one thread a core,
+        each with one block row's temporary memory).
         """
         nd, nm, nt = f.shape
         Fhat = self.empty((nt + 1, nd, nm), dtype)
-        for i in range(nd):
-            row = np.fft.rfft(np.asarray(f[i], dtype=np.float64), n=2 * nt, axis=-1)
-            Fhat[:, i, :] = self.asarray(row.T.astype(dtype))
+
+        def transform(rows: slice) -> None:
+            for i in range(rows.start, rows.stop):
+                row = np.fft.rfft(np.asarray(f[i], dtype=np.float64), n=2 * nt, axis=-1)
+                Fhat[:, i, :] = self.asarray(row.T.astype(dtype))
+
+        map_slices(transform, nd)
         return Fhat
 
     def fft_matrices(self, f: np.ndarray, dtypes: Any) -> dict[np.dtype, Array]:

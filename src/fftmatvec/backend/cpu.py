@@ -10,21 +10,7 @@ import numpy as np
 import scipy.fft
 
 from .base import Array, Backend, StageTimer
-
-
-#: Variables in which MPI launchers give the number of ranks on this node.
-_LOCAL_SIZE_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE")
-
-
-def cores_per_rank() -> int:
-    """The cores this process should use: those it may run on, divided among
-    the MPI ranks of this node when the launcher did not bind them to
-    separate cores (``mpiexec`` without binding: every rank sees all cores)."""
-    cores = len(os.sched_getaffinity(0))
-    local = next((int(os.environ[v]) for v in _LOCAL_SIZE_VARS if v in os.environ), 1)
-    if local > 1 and cores == os.cpu_count():
-        return max(1, cores // local)
-    return cores
+from .threads import cores_per_rank
 
 
 class CPUBackend(Backend):

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from fftmatvec.backend.arrays import array_module, dctn, to_host
-from fftmatvec.backend.cpu import cores_per_rank
+from fftmatvec.backend.threads import cores_per_rank
 from fftmatvec.errors import ConfigError
 
 Array = Any  # a NumPy or CuPy array

@@ -36,6 +36,7 @@ import h5py
 import numpy as np
 
 from fftmatvec.backend.base import all_finite
+from fftmatvec.backend.threads import map_slices
 from fftmatvec.errors import ConfigError, FileFormatError
 from fftmatvec.io.meta import (MatrixMeta, atomic_path, binary_dir, block_path,
                                read_meta, write_meta)
@@ -168,19 +169,27 @@ def read_matrix_slab(matrix_dir: str | os.PathLike, rows: slice | tuple[int, int
     j0, nj = _span(cols, meta.Nm, "cols")
     Nt = meta.Nt
     f = np.empty((ni, nj, Nt))
-    for k in range(ni):
-        path = block_path(matrix_dir, meta, i0 + k)
+    paths = [block_path(matrix_dir, meta, i0 + k) for k in range(ni)]
+    checksums: dict[int, int | None] = {}  # block row -> its file's attribute, when whole rows are checked
+    for k, (path, row) in enumerate(zip(paths, f)):
         with _open_vec(path) as vec:
             _check_attr(path, vec.attrs, "n_param", meta.Nm, f"meta_adj has Nm={meta.Nm}")
             _check_attr(path, vec.attrs, "param_steps", Nt, f"meta_adj has Nt={Nt}")
             _check_attr(path, vec.attrs, "reindex", 1, "reindex must be 1 (SOTI ordering)")
             _check_length(path, vec, meta.Nm, Nt, "Nm*Nt")
-            data = vec[j0 * Nt:(j0 + nj) * Nt]
+            if nj:
+                vec.read_direct(row.reshape(-1), np.s_[j0 * Nt:(j0 + nj) * Nt])
             if meta.checksum and nj == meta.Nm:
-                crc = data_checksum(data)
-                _check_attr(path, vec.attrs, "checksum", crc, f"the data's CRC-32 is {crc}")
-        _check_finite(path, data, j0 * Nt, Nt)
-        f[k] = data.reshape(nj, Nt)
+                checksums[k] = _int_attr(path, vec.attrs, "checksum")
+
+    def check(rows: slice) -> None:  # the rows' values: one thread each, as zlib and NumPy release the GIL
+        for k in range(rows.start, rows.stop):
+            if k in checksums:
+                crc = data_checksum(f[k])
+                _check_value(paths[k], "checksum", checksums[k], crc, f"the data's CRC-32 is {crc}")
+            _check_finite(paths[k], f[k], j0 * Nt, Nt)
+
+    map_slices(check, ni)
     return f
 
 
@@ -281,7 +290,11 @@ def _size_attr(path: os.PathLike, attrs: h5py.AttributeManager, name: str) -> in
 def _check_attr(path: os.PathLike, attrs: h5py.AttributeManager, name: str, expected: int,
                 why: str) -> None:
     """Require attribute ``name == expected``; ``why`` ends the error message."""
-    found = _int_attr(path, attrs, name)
+    _check_value(path, name, _int_attr(path, attrs, name), expected, why)
+
+
+def _check_value(path: os.PathLike, name: str, found: int | None, expected: int, why: str) -> None:
+    """:func:`_check_attr` of a value read before (None: no attribute)."""
     if found != expected:
         have = f"no attribute {name!r}" if found is None else f"{name}={found}"
         raise FileFormatError(f"{path}: {have} but {why}")

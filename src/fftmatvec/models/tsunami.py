@@ -49,7 +49,6 @@ import dataclasses
 import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,7 +56,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from fftmatvec.backend.cpu import cores_per_rank
+from fftmatvec.backend.threads import map_slices
 from fftmatvec.errors import ConfigError
 from fftmatvec.io import atomic_path, write_matrix, write_vector
 
@@ -444,10 +443,7 @@ class TsunamiModel:
         sparse products and NumPy's updates release the GIL); each observer's
         response is computed alone, so the split does not change a bit."""
         f = np.empty((obs.shape[0], self.Nm, self.Nt))
-        bounds = np.linspace(0, obs.shape[0], max(1, min(cores_per_rank(), obs.shape[0])) + 1).astype(int)
-        groups = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
-        with ThreadPoolExecutor(len(groups)) as pool:
-            list(pool.map(lambda rows: self._adjoint_group(obs[rows], f[rows]), groups))
+        map_slices(lambda rows: self._adjoint_group(obs[rows], f[rows]), obs.shape[0])
         return f
 
     def _adjoint_group(self, obs: sp.csr_matrix, f: np.ndarray) -> None:
