@@ -275,14 +275,34 @@ def gaussian_rows(key: tuple[int, ...], row0: int, n_rows: int, ncols: int, xp: 
     draws its block of a probe, and every grid sees the same probes.
 
     Box-Muller, both halves: each row takes ``2 * ceil(ncols / 2)`` uniforms
-    of a PCG64 stream advanced to its first row (one 64-bit draw a uniform),
-    drawn on the host and transformed in the array module ``xp`` (NumPy, or
-    CuPy, where the logarithms and cosines are cheap).
+    of a PCG64 stream advanced to its first row (one 64-bit draw a uniform).
+    The rows are split over threads, each drawing its own from the advanced
+    stream, so the values do not depend on the thread count.  For NumPy each
+    thread transforms its rows too; for CuPy the uniforms are sent to the
+    device and transformed there, where the logarithms and cosines are cheap.
     """
     half = -(-ncols // 2)
-    bits = np.random.PCG64(np.random.SeedSequence(list(key)))
-    bits.advance(2 * half * row0)
-    u = xp.asarray(np.random.Generator(bits).random((n_rows, 2, half)))
+    gaussians = np.empty((n_rows, ncols)) if xp is np else None
+    uniforms = None if xp is np else np.empty((n_rows, 2, half))
+
+    def draw(rows: slice) -> None:
+        bits = np.random.PCG64(np.random.SeedSequence(list(key)))
+        bits.advance(2 * half * (row0 + rows.start))
+        stream = np.random.Generator(bits)
+        if gaussians is None:
+            stream.random(out=uniforms[rows])
+            return
+        step = max(1, (1 << 20) // (16 * half))  # a few rows at a time: the temporaries stay in the cache
+        for r in range(rows.start, rows.stop, step):
+            part = slice(r, min(r + step, rows.stop))
+            gaussians[part] = _box_muller(stream.random((part.stop - part.start, 2, half)), ncols, np)
+
+    map_slices(draw, n_rows)
+    return gaussians if gaussians is not None else _box_muller(xp.asarray(uniforms), ncols, xp)
+
+
+def _box_muller(u: Any, ncols: int, xp: Any) -> Any:
+    """Gaussians ``(n, ncols)`` from uniforms ``u (n, 2, ceil(ncols / 2))`` in ``[0, 1)``."""
     radius, angle = xp.sqrt(-2.0 * xp.log1p(-u[:, 0])), 2.0 * math.pi * u[:, 1]
     return xp.concatenate([radius * xp.cos(angle), radius * xp.sin(angle)], axis=1)[:, :ncols]
 

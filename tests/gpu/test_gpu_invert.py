@@ -134,7 +134,7 @@ def test_the_inversion_keeps_its_vectors_on_the_gpu(method):
         options = {} if method == "cholesky-data" else dict(rtol=1e-12, maxiter=200)
         result = solve_map(F, prior, noise, xp.asarray(d), method=method, **options)
         posterior = (DataSpaceCholesky(F, prior, noise) if method == "cholesky-data"
-                     else LowRankPosterior(F, prior, noise, 21, rng=np.random.default_rng(0)))
+                     else LowRankPosterior(F, prior, noise, 21))
         forecast = qoi_forecast(Q, result.m, posterior)
         for value in (result.m, forecast.mean, forecast.std, noise.std):
             assert isinstance(value, xp.ndarray)

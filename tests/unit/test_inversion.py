@@ -341,9 +341,8 @@ def test_qoi_exact_from_cholesky(problem):
 
 def test_qoi_low_rank_full_and_truncated(problem):
     F, Q, prior, noise = (problem[k] for k in ("F", "Q", "prior", "noise"))
-    rng = np.random.default_rng(5)
     std_ref = dense_qoi_std(problem)
-    full = LowRankPosterior(F, prior, noise, rank=Nd * Nt, oversampling=5, rng=rng, batch=7)
+    full = LowRankPosterior(F, prior, noise, rank=Nd * Nt, oversampling=5, seed=5, batch=7)
     np.testing.assert_allclose(qoi_forecast(Q, problem["m_ref"], full).std, std_ref, rtol=1e-8)
 
     # truncated: sensors of gains 1, 0.1, 0.01 give a spectral gap after 5 eigenvalues;
@@ -355,7 +354,7 @@ def test_qoi_low_rank_full_and_truncated(problem):
     lam, V = lam[::-1][:5], V[:, ::-1][:, :5]
     Gpost_r = S @ (np.eye(len(S)) - (V * (lam / (1 + lam))) @ V.T) @ S
     std_r = np.sqrt(np.diag(Q.A @ Gpost_r @ Q.A.T)).reshape(Nq, Nt)
-    low = LowRankPosterior(F, prior, noise, rank=5, oversampling=5, rng=rng)
+    low = LowRankPosterior(F, prior, noise, rank=5, oversampling=5, seed=6)
     np.testing.assert_allclose(low.eigenvalues, lam, rtol=1e-3)
     np.testing.assert_allclose(qoi_forecast(Q, problem["m_ref"], low).std, std_r, rtol=1e-2)
 

@@ -308,11 +308,24 @@ def test_cli_matrix_dir_and_errors(tmp_path, capsys):
 
 
 # -- the measurement's probes and its copies of Fhat ------------------------------------------------
-def test_probe_rows_do_not_depend_on_the_split(rng):
+@pytest.mark.parametrize("n_threads", [1, 3, 64])
+def test_probe_rows_do_not_depend_on_the_split(rng, monkeypatch, n_threads):
+    from fftmatvec.backend import threads
+
+    monkeypatch.setattr(threads, "cores_per_rank", lambda: n_threads)
     seed = int(rng.integers(2**31))
     whole = gaussian_rows((seed, 1, 2), 0, 11, 7)
     parts = np.concatenate([gaussian_rows((seed, 1, 2), a, b - a, 7) for a, b in ((0, 4), (4, 5), (5, 11))])
     assert np.array_equal(whole, parts)
+
+    def one_stream(n_rows, ncols):  # Box-Muller of the rows' uniforms drawn in one go
+        bits = np.random.PCG64(np.random.SeedSequence([seed, 1, 2]))
+        u = np.random.Generator(bits).random((n_rows, 2, -(-ncols // 2)))
+        radius, angle = np.sqrt(-2.0 * np.log1p(-u[:, 0])), 2.0 * np.pi * u[:, 1]
+        return np.concatenate([radius * np.cos(angle), radius * np.sin(angle)], axis=1)[:, :ncols]
+
+    assert np.array_equal(whole, one_stream(11, 7))
+    assert np.array_equal(gaussian_rows((seed, 1, 2), 0, 40, 20001), one_stream(40, 20001))  # rows in steps of 6
     assert not np.array_equal(whole, gaussian_rows((seed, 1, 3), 0, 11, 7))  # another probe
     big = gaussian_rows((seed, 0, 0), 0, 400, 500)
     assert abs(big.mean()) < 0.01 and abs(big.std() - 1) < 0.01  # standard Gaussian (2e5 values)

@@ -176,8 +176,7 @@ def run_inversion(
     if Q is not None:
         t0 = time.perf_counter()
         posterior = chol if chol is not None else LowRankPosterior(
-            F, prior, noise, solver["rank"], rng=np.random.default_rng(0),
-            gram=lambda X, Y: agree(gram(X, Y)))
+            F, prior, noise, solver["rank"], gram=lambda X, Y: agree(gram(X, Y)))
         forecast = qoi_forecast(Q, m_map, posterior)
         forecast = QoIForecast(to_host(forecast.mean), to_host(forecast.std))
         timings["qoi"] = time.perf_counter() - t0

@@ -29,6 +29,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from fftmatvec.backend.arrays import array_module, to_host
+from fftmatvec.conditioning import gaussian_rows
 from fftmatvec.errors import ConfigError
 from fftmatvec.inversion.cg import gram as plain_gram
 from fftmatvec.inversion.noise import WhiteNoise
@@ -37,6 +38,9 @@ from fftmatvec.inversion.solve import DataSpaceCholesky, Operator, misfit_hessia
 
 Gram = Callable[[Array, Array], np.ndarray]
 Z95 = 1.96
+
+#: Key of :class:`LowRankPosterior`'s test vectors, apart from the precision probes' keys.
+_TEST_VECTORS_KEY = 2 << 20
 
 
 @dataclass
@@ -139,8 +143,9 @@ class LowRankPosterior:
     rank : int
         At most ``Nd*Nt`` eigenvalues are nonzero: that rank is exact.
     oversampling : int
-    rng : numpy.random.Generator, optional
-        Draws the test vectors on the host (the same on every device).
+    seed : int
+        Fixes the Gaussian test vectors: the same on every device and grid
+        (:func:`~fftmatvec.conditioning.gaussian_rows`, drawn in threads).
     gram : callable
         Block inner product of parameter space.
     batch : int
@@ -153,13 +158,12 @@ class LowRankPosterior:
     """
 
     def __init__(self, F: Operator, prior: Prior, noise: WhiteNoise, rank: int, *,
-                 oversampling: int = 10, rng: np.random.Generator | None = None,
-                 gram: Gram = plain_gram, batch: int = 32) -> None:
+                 oversampling: int = 10, seed: int = 0, gram: Gram = plain_gram, batch: int = 32) -> None:
         if rank < 1 or oversampling < 0:
             raise ConfigError("rank must be >= 1 and oversampling >= 0")
         self.F, self.prior = F, prior
-        rng = np.random.default_rng() if rng is None else rng
-        Omega = prior.xp.asarray(rng.standard_normal((*F.dims, rank + oversampling)))
+        (Nm, Nt), k = F.dims, rank + oversampling
+        Omega = gaussian_rows((seed, _TEST_VECTORS_KEY), 0, Nm, Nt * k, prior.xp).reshape(Nm, Nt, k)
         self.eigenvalues, self.eigenvectors = double_pass(
             lambda X: prior.sqrt(misfit_hessian(F, noise, prior.sqrt(X))),
             Omega, rank, gram=gram, batch=batch)
