@@ -295,6 +295,18 @@ def test_frobenius_in_threads_matches_the_definition(rng, monkeypatch):
             assert abs(_frobenius(slab) - by_definition(slab)) <= 1e-14 * by_definition(slab)
 
 
+@pytest.mark.parametrize("threaded_from", [0, 1 << 40])
+def test_cpu_copy_into_in_threads_equals_one_assignment(rng, monkeypatch, threaded_from):
+    from fftmatvec.backend import cpu
+
+    monkeypatch.setattr(cpu, "THREADED_COPY_BYTES", threaded_from)
+    be = CPUBackend(workers=3)
+    z = rng.standard_normal((7, 5, 6)) + 1j * rng.standard_normal((7, 5, 6))
+    assert np.array_equal(be.copy_as(z, np.complex64), z.astype(np.complex64))
+    x = rng.standard_normal((6, 10))[:, ::2]  # strided, read in C order into another shape
+    assert np.array_equal(be.copy_as(x, np.float32, (5, 6)), x.astype(np.float32).reshape(5, 6))
+
+
 def test_map_slices_runs_under_the_callers_errstate():
     import warnings
 

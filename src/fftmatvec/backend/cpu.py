@@ -10,7 +10,11 @@ import numpy as np
 import scipy.fft
 
 from .base import Array, Backend, StageTimer
-from .threads import cores_per_rank
+from .threads import cores_per_rank, map_slices
+
+#: Smallest copy :meth:`CPUBackend.copy_into` splits over threads (below it
+#: the threads cost more than they save).
+THREADED_COPY_BYTES = 64 << 20
 
 
 class CPUBackend(Backend):
@@ -36,6 +40,16 @@ class CPUBackend(Backend):
 
             threadpool_limits(self.workers, user_api="blas")
         self._scratch: dict[tuple[tuple[int, ...], np.dtype, str], np.ndarray] = {}
+
+    def copy_into(self, a: Array, out: Array) -> None:
+        """As the base class; arrays of :data:`THREADED_COPY_BYTES` or more are
+        copied one slice of the first axis a thread (the rounding of
+        ``Fhat``'s complex128 copy to complex64 at set-up)."""
+        a = a.reshape(out.shape)
+        if out.nbytes < THREADED_COPY_BYTES or out.ndim == 0:
+            out[...] = a
+        else:
+            map_slices(lambda rows: np.copyto(out[rows], a[rows], casting="unsafe"), out.shape[0], self.workers)
 
     def to_host(self, a: Array) -> np.ndarray:
         return np.asarray(a)
