@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             status = run_collectively(args.func, args) if launched() else args.func(args)
             sys.stdout.flush()  # a reader that left shows here, not at exit
         return int(status or 0)
-    except BrokenPipeError:  # stdout's reader left (`fftmatvec ... | head`): no one to tell
+    except BrokenPipeError:  # stdout's reader left (`fftmatvec ... | head`): a normal end, no message
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # for the flush at exit
         return 1
     except ConfigError as exc:

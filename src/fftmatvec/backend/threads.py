@@ -33,9 +33,11 @@ def cores_per_rank() -> int:
 
 T = TypeVar("T")
 
+# The pool is kept between calls: starting its threads at every call cost the
+# block-by-block upload of f (GPUBackend.fft_matrix) a tenth of its time.
 _POOL_THREAD = "fftmatvec-slices"
-_pool: ThreadPoolExecutor | None = None  # kept: starting threads at every call cost the block-by-block
-_pool_size = 0                           # upload of f a tenth of its time (GPUBackend.fft_matrix)
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
 _pool_lock = threading.Lock()
 
 
