@@ -127,7 +127,7 @@ def _warm_up(fn: Callable[[], Any], seconds: float, synchronize: Callable[[], No
         synchronize()
         calls += n
         elapsed = time.perf_counter() - t0
-        n = agree(int(min(seconds - elapsed, elapsed) * calls / max(elapsed, 1e-9)))
+        n = agree(max(0, int(min(seconds - elapsed, elapsed) * calls / max(elapsed, 1e-9))))  # < 0: overran
     return calls
 
 

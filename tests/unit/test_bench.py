@@ -47,6 +47,18 @@ def test_warm_up_fills_its_seconds_in_turns():
     assert len(agreed) == len(syncs) and agreed[-1] == 0  # every turn's count agreed, the last none
 
 
+def test_warm_up_that_overruns_agrees_on_no_more_calls():
+    """A turn that ends past the seconds (a slow call) asks for none, not a negative count."""
+    order, agreed = [], []
+
+    def product():  # the fourth call is slow
+        order.append("p")
+        time.sleep(0.002 if len(order) < 4 else 0.03)
+
+    _warm_up(product, 0.02, lambda: None, agree=lambda k: agreed.append(k) or k)
+    assert agreed[-1] == 0 and min(agreed) >= 0
+
+
 def test_warm_up_takes_the_agreed_count_and_none_for_no_seconds():
     order = []
     counts = iter([2, 5, 0])  # what the other ranks want, whatever this one's clock says
