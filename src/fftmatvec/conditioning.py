@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 
 from .backend import Backend, get_backend
+from .backend.arrays import array_module, to_host
+from .backend.pcg64 import device_uniforms
 from .backend.threads import map_slices
 from .errors import ConfigError, FftmatvecError
 from .grid import SerialGrid
@@ -86,23 +88,28 @@ class Conditioning:
         return {k: finite_or_none(v) for k, v in asdict(self).items()}
 
 
-def _singular_values(A: np.ndarray) -> np.ndarray:
-    """Singular values of a stack ``(k, p, q)``, largest first.
+def _singular_values(A: Any) -> np.ndarray:
+    """Singular values of a stack ``(k, p, q)`` (a NumPy or CuPy array),
+    largest first, on the host.
 
     For a wide or tall stack the QR factor of the long side is taken first
     (``np.linalg.svd`` of a 50 x 1000 complex matrix is ~10x slower than a
-    QR plus the SVD of the 50 x 50 triangle); same singular values.  The
-    stack is split over threads (LAPACK runs without the GIL).
+    QR plus the SVD of the 50 x 50 triangle); same singular values.  A NumPy
+    stack is split over threads (LAPACK runs without the GIL); a CuPy stack
+    is factored on its device, batched (cuSOLVER), and only the values come
+    back.
     """
+    xp = array_module(A)
     p, q = A.shape[1:]
 
-    def some(ks: slice) -> np.ndarray:
-        B = A[ks]
+    def values(B: Any) -> Any:
         if max(p, q) >= 2 * min(p, q):
-            B = np.linalg.qr(B.conj().transpose(0, 2, 1) if p < q else B, mode="r")
-        return np.linalg.svd(B, compute_uv=False)
+            B = xp.linalg.qr(B.conj().transpose(0, 2, 1) if p < q else B, mode="r")
+        return xp.linalg.svd(B, compute_uv=False)
 
-    return np.concatenate(map_slices(some, len(A)))
+    if xp is not np:
+        return to_host(values(A))
+    return np.concatenate(map_slices(lambda ks: values(A[ks]), len(A)))
 
 
 def _frobenius(f: np.ndarray) -> float:
@@ -161,12 +168,11 @@ def conditioning(
     if exact is None:
         exact = work <= EXACT_SVD_WORK
 
-    def host_freqs(idx) -> np.ndarray:
+    def freqs(idx) -> Any:
+        """``Fhat`` at the frequencies ``idx`` (a slice or indices) in complex128, where ``Fhat`` is."""
         k = np.atleast_1d(np.arange(nf)[idx])
         if Fhat is not None:
-            if isinstance(idx, slice):
-                return np.asarray(be.to_host(Fhat[idx]), dtype=np.complex128)
-            return np.stack([np.asarray(be.to_host(Fhat[int(i)]), dtype=np.complex128) for i in k])
+            return be.xp.asarray(Fhat[idx if isinstance(idx, slice) else be.xp.asarray(k)], dtype=np.complex128)
         # only the asked frequencies: a DFT of f at those bins
         w = np.exp(-2j * np.pi * np.outer(np.arange(nt), k) / (2 * nt))
         return np.einsum("ijt,tk->kij", f, w)
@@ -177,7 +183,7 @@ def conditioning(
             full = np.fft.rfft(f, n=2 * nt, axis=-1).transpose(2, 0, 1)  # (Nf, nd, nm) view
             parts = (np.ascontiguousarray(full[k:k + chunk]) for k in range(0, nf, chunk))
         else:
-            parts = (host_freqs(slice(k, k + chunk)) for k in range(0, nf, chunk))
+            parts = (freqs(slice(k, k + chunk)) for k in range(0, nf, chunk))
         smax, cond = 0.0, 0.0
         for A in parts:
             s = _singular_values(A)
@@ -188,7 +194,7 @@ def conditioning(
         method = f"batched SVD of all {nf} frequencies"
     else:
         idx = np.unique(np.linspace(0, nf - 1, min(SAMPLED_FREQUENCIES, nf)).round().astype(int))
-        s = _singular_values(host_freqs(idx))
+        s = _singular_values(freqs(idx))
         with np.errstate(divide="ignore", invalid="ignore"):
             cond = float(np.where(s[:, -1] > 0, s[:, 0] / s[:, -1], np.inf).max())
         if power_Fhat is None:
@@ -276,29 +282,29 @@ def gaussian_rows(key: tuple[int, ...], row0: int, n_rows: int, ncols: int, xp: 
 
     Box-Muller, both halves: each row takes ``2 * ceil(ncols / 2)`` uniforms
     of a PCG64 stream advanced to its first row (one 64-bit draw a uniform).
-    The rows are split over threads, each drawing its own from the advanced
-    stream, so the values do not depend on the thread count.  For NumPy each
-    thread transforms its rows too; for CuPy the uniforms are sent to the
-    device and transformed there, where the logarithms and cosines are cheap.
+    For NumPy the rows are split over threads, each drawing its own from the
+    advanced stream and transforming them, so the values do not depend on the
+    thread count.  For CuPy the device draws the same uniforms
+    (:func:`~fftmatvec.backend.pcg64.device_uniforms`) and transforms them.
     """
     half = -(-ncols // 2)
-    gaussians = np.empty((n_rows, ncols)) if xp is np else None
-    uniforms = None if xp is np else np.empty((n_rows, 2, half))
+    if xp is not np:
+        bits = np.random.PCG64(np.random.SeedSequence(list(key)))
+        uniforms = device_uniforms(bits, 2 * half * row0, n_rows * 2 * half)
+        return _box_muller(uniforms.reshape(n_rows, 2, half), ncols, xp)
+    gaussians = np.empty((n_rows, ncols))
 
     def draw(rows: slice) -> None:
         bits = np.random.PCG64(np.random.SeedSequence(list(key)))
         bits.advance(2 * half * (row0 + rows.start))
         stream = np.random.Generator(bits)
-        if gaussians is None:
-            stream.random(out=uniforms[rows])
-            return
         step = max(1, (1 << 20) // (16 * half))  # a few rows at a time: the temporaries stay in the cache
         for r in range(rows.start, rows.stop, step):
             part = slice(r, min(r + step, rows.stop))
             gaussians[part] = _box_muller(stream.random((part.stop - part.start, 2, half)), ncols, np)
 
     map_slices(draw, n_rows)
-    return gaussians if gaussians is not None else _box_muller(xp.asarray(uniforms), ncols, xp)
+    return gaussians
 
 
 def _box_muller(u: Any, ncols: int, xp: Any) -> Any:

@@ -1607,6 +1607,43 @@ def test_auto_precision_on_the_gpu_measures_as_the_cpu(gpu, rng):
     assert rel_err(op.matvec(cupy.asarray(m)).get(), BTTOperator(f).matvec(m)) <= 3e-6
 
 
+def test_device_uniforms_are_numpys_stream(gpu, rng):
+    """native/random.cu draws NumPy's PCG64 doubles bit for bit, from any offset, for runs shorter and
+    longer than one draw a thread, and leaves the host's stream where it was; gaussian_rows on the
+    device then transforms the host's uniforms."""
+    from fftmatvec.backend.pcg64 import device_uniforms
+    from fftmatvec.conditioning import gaussian_rows
+
+    key = [int(rng.integers(2**31)), 2 << 20]
+    for offset, n in ((0, 0), (0, 1), (0, 7), (3, 4097), (2**40 + 5, 100_003), (11, 3_000_017)):
+        bits = np.random.PCG64(np.random.SeedSequence(key))
+        before = bits.state
+        drawn = device_uniforms(bits, offset, n).get()
+        assert bits.state == before
+        expect = np.random.PCG64(np.random.SeedSequence(key))
+        expect.advance(offset)
+        assert np.array_equal(drawn, np.random.Generator(expect).random(n)), (offset, n)
+    on_device = gaussian_rows((key[0], 3), 5, 37, 1001, cupy)
+    np.testing.assert_allclose(on_device.get(), gaussian_rows((key[0], 3), 5, 37, 1001), rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("shape", [(5, 23, 9), (23, 5, 9), (6, 7, 9)], ids=lambda s: "x".join(map(str, s)))
+def test_conditioning_on_the_gpu_is_the_hosts(gpu, rng, shape):
+    """The singular values of Fhat taken on the device (batched QR and SVD) give the host's norm and
+    condition, exact and estimated (wide, tall and square frequencies)."""
+    from fftmatvec.conditioning import conditioning
+
+    f = rng.standard_normal(shape)
+    on_host, on_device = CPUBackend().fft_matrix(f, np.complex128), gpu.fft_matrix(f, np.complex128)
+    for exact in (True, False):
+        host = conditioning(f, Fhat=on_host, exact=exact)
+        device = conditioning(f, backend=gpu, Fhat=on_device, exact=exact)
+        assert device.exact == exact and device.method == host.method
+        assert device.frobenius == host.frobenius
+        assert abs(device.norm - host.norm) <= 1e-12 * host.norm, exact
+        assert abs(device.cond - host.cond) <= 1e-10 * host.cond, exact
+
+
 def test_shared_memory_opt_in_counts_static(gpu):
     """A kernel with 40 KB of static shared memory launched with 16 KB of
     dynamic shared memory needs the opt-in although 16 KB is under 48 KB."""

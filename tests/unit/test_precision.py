@@ -332,6 +332,26 @@ def test_probe_rows_do_not_depend_on_the_split(rng, monkeypatch, n_threads):
     assert abs(np.mean(big**4) - 3) < 0.1
 
 
+def test_pcg64_jump_is_numpys_advance(rng):
+    """The constants the device's PCG64 kernel jumps with (native/random.cu) reproduce NumPy's stream:
+    the state ``delta`` steps on, and the doubles drawn from there."""
+    from fftmatvec.backend.pcg64 import MULT, jump
+
+    for delta in (0, 1, 2, 3, int(rng.integers(1, 2**20)), int(rng.integers(2**40, 2**62)), 2**64 - 1):
+        bits = np.random.PCG64(np.random.SeedSequence([int(rng.integers(2**31)), 2 << 20]))
+        start = bits.state["state"]
+        mult, plus = jump(delta, start["inc"])
+        bits.advance(delta)
+        state = (mult * start["state"] + plus) % 2**128
+        assert state == bits.state["state"]["state"]
+        drawn = []
+        for _ in range(3):  # PCG64: a step, then the XSL-RR output of the new state; random() its top 53 bits
+            state = (state * MULT + start["inc"]) % 2**128
+            x, rot = ((state >> 64) ^ state) % 2**64, state >> 122
+            drawn.append(((x >> rot | x << (64 - rot) % 64) % 2**64 >> 11) * 2.0**-53)
+        assert drawn == list(np.random.Generator(bits).random(3))
+
+
 def test_complex64_copy_rounded_from_complex128_is_the_direct_one(rng):
     from fftmatvec.backend import get_backend
 

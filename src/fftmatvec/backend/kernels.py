@@ -170,7 +170,10 @@ def kernel(fname: str, name: str, *targs, arch: str | None = None):
 
 
 def name_expression(name: str, *targs) -> str:
-    """The instantiation ``name<targs...>`` as NVRTC names it (``targs`` as for :func:`kernel`)."""
+    """The instantiation ``name<targs...>`` as NVRTC names it (``targs`` as for :func:`kernel`);
+    ``name`` alone for a kernel that is not a template."""
+    if not targs:
+        return name
     parts = [ctype(a) if not isinstance(a, (int, np.integer)) else str(int(a)) for a in targs]
     return f"{name}<{', '.join(parts)}>"
 
