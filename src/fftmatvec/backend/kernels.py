@@ -192,13 +192,6 @@ def allow_shared_memory(fn, smem: int) -> None:
         fn.max_dynamic_shared_size_bytes = smem
 
 
-def warmup(names: "list[tuple]") -> None:
-    """Compile the given ``(fname, name, *targs)`` instantiations now (e.g. on
-    one rank per node before a barrier, so that the others hit the disk cache)."""
-    for spec in names:
-        kernel(*spec)
-
-
 __all__ = ["CTYPE", "REAL_OF", "COMPLEX_OF", "REGISTER_TARGETS", "REGISTER_TARGETS_ARCH", "compute_capability",
            "native_dir", "expand_includes", "source", "options", "kernel", "name_expression", "ctype", "is_hip",
-           "allow_shared_memory", "warmup"]
+           "allow_shared_memory"]
