@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -79,6 +80,22 @@ def test_checkpoint_resume_equals_uninterrupted(model_dir):
     b = read_vector(model_dir / "resumed" / "map.h5")[0]
     assert np.array_equal(a, b)
     assert summary(model_dir, "resumed")["solver"]["cg"]["iterations"] == summary(model_dir, "full")["solver"]["cg"]["iterations"]
+
+
+def test_cg_progress_is_a_line_a_second(model_dir, capsys, monkeypatch):
+    """CG's progress: the first iteration, then at most a line every PROGRESS_SECONDS, then one line with
+    the iterations and the relative residual."""
+    from fftmatvec.inversion import driver
+
+    cfg = write_inversion_config(model_dir, method="cg-parameter", out="progress")
+    for seconds, most in ((1e-9, None), (3600.0, 1)):
+        monkeypatch.setattr(driver, "PROGRESS_SECONDS", seconds)
+        assert main(["invert", str(cfg)]) == 0
+        err = capsys.readouterr().err
+        lines = [line for line in err.splitlines() if line.startswith("  CG ")]
+        iterations = summary(model_dir, "progress")["solver"]["cg"]["iterations"]
+        assert len(lines) == (iterations if most is None else most) and lines[0].startswith("  CG    1  residual")
+        assert re.search(rf"converged after {iterations} iterations \(relative residual \d\.\de-\d+\)", err)
 
 
 def test_bad_configs_name_the_key(model_dir, capsys):
