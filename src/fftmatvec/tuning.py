@@ -63,7 +63,9 @@ class Measurement:
     code : str
     error : float
         Largest relative error ``||y - y_ref|| / ||y_ref||`` over the probes,
-        ``y_ref`` the ``ddddd`` product (so ``ddddd`` itself has 0).
+        ``y_ref`` the ``ddddd`` product (so ``ddddd`` itself has 0); the
+        first probe's for a code past :func:`measure_engine`'s ``time_below``
+        there.
     time : float
         Median seconds of one product (``K = 1``, input already on the
         device in the pad precision, device synchronised around the call);
@@ -394,7 +396,9 @@ def measure_engine(
     time_below : float, optional
         Time only the codes whose measured error is at most this (``ddddd``
         always); the others get a NaN time and stay off the Pareto front.
-        A choice for a tolerance needs no more (``precision="auto"``).
+        A code already past it on the first probe is not probed again: its
+        error is that probe's, a lower bound.  A choice for a tolerance needs
+        no more (``precision="auto"``).
 
     Returns
     -------
@@ -449,12 +453,25 @@ def measure_engine(
             refs.append(product(inputs[np.dtype(np.float64)][p], parse(DEFAULT)))
             sums[0, p] = float(xp.sum(drawn[p] ** 2)) if drawn else 0.0
             sums[1, p] = float(xp.sum(refs[p] ** 2)) if holds_out else 0.0
-        for c, code in enumerate(codes):
-            prec = parse(code)
-            for p in range(probes):
+
+        def probe(p: int, coded: Iterable[int]) -> np.ndarray:
+            """Probe ``p`` through the codes ``coded``: its column of ``sums``, summed over the grid."""
+            for c in coded:
+                prec = parse(codes[c])
                 y = product(inputs[prec.pad][p], prec)
                 sums[2 + c, p] = float(xp.sum((y - refs[p]) ** 2)) if holds_out else 0.0
-        sums = np.sqrt(grid_allreduce(grid, sums))
+            return grid_allreduce(grid, np.ascontiguousarray(sums[:, p]))
+
+        def relative(column: np.ndarray) -> np.ndarray:  # the codes' errors on one probe, as `errors` below has them
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.where(column[1] > 0, np.sqrt(column[2:]) / np.sqrt(column[1]), math.inf)
+
+        # a code past time_below on the first probe cannot meet it: the other probes skip it (its error
+        # stays that probe's, a lower bound), which changes no choice (Tuning.choose)
+        first = probe(0, range(len(codes)))
+        kept = [c for c, e in enumerate(relative(first))
+                if time_below is None or codes[c] == DEFAULT or e <= time_below]
+        sums = np.sqrt(np.stack([first] + [probe(p, kept) for p in range(1, probes)], axis=1))
         with np.errstate(divide="ignore", invalid="ignore"):
             kappa[d] = float(np.max(np.where(sums[1] > 0, cond.norm * sums[0] / sums[1], math.inf)))
             errors = {code: float(np.max(np.where(sums[1] > 0, sums[2 + c] / sums[1], math.inf)))

@@ -387,6 +387,34 @@ def test_auto_transforms_f_once_and_keeps_the_chosen_precisions(monkeypatch, mod
     assert rel_err(op.matvec(m), BTTOperator(f).matvec(m)) <= 3e-5
 
 
+def test_codes_past_the_tolerance_on_the_first_probe_are_not_probed_again(monkeypatch):
+    """With time_below, a code whose first probe already misses it skips the other probes: the admissible
+    codes' errors are the full measurement's, the others' errors a lower bound above it."""
+    from fftmatvec import tuning
+
+    f = synthetic_matrix(6, 30, 24, cond=1e2, seed=5)
+    tol = 7e-8  # within the single-precision codes' errors (3e-8 to 1.2e-7 here): some meet it, some do not
+    options = dict(probes=3, repeats=1, seed=7)
+    full = measure(f, **options)
+    counted = []
+    product = tuning._grid_product
+    monkeypatch.setattr(tuning, "_grid_product", lambda *a: counted.append(1) or product(*a))
+    pruned = measure(f, time_below=tol, **options)
+    misses = 0
+    for e in pruned.entries:
+        ref = full.entry(e.direction, e.code).error
+        if ref <= tol:
+            assert e.error == ref, (e.direction, e.code)
+        else:
+            assert tol < e.error <= ref, (e.direction, e.code)
+            misses += 1
+    assert misses and 0 < sum(e.error <= tol for e in pruned.entries)  # the same codes admissible
+    # per direction: 3 reference products, every code on the first probe, the kept ones (at least the
+    # admissible) on the other two, one timed product of each admissible code
+    admissible = [sum(e.error <= tol for e in pruned.entries if e.direction == d) for d in ("forward", "adjoint")]
+    assert sum(3 + 32 + 3 * a for a in admissible) <= len(counted) < sum(3 + 96 + a for a in admissible)
+
+
 def test_auto_times_only_the_codes_meeting_the_tolerance():
     f = synthetic_matrix(6, 30, 24, cond=1e2, seed=5)
     tol = 1e-8  # below a single-precision rounding: most codes miss it
