@@ -462,20 +462,20 @@ def measure_engine(
                 sums[2 + c, p] = float(xp.sum((y - refs[p]) ** 2)) if holds_out else 0.0
             return grid_allreduce(grid, np.ascontiguousarray(sums[:, p]))
 
-        def relative(column: np.ndarray) -> np.ndarray:  # the codes' errors on one probe, as `errors` below has them
+        def relative(column: np.ndarray) -> np.ndarray:
+            """From one probe's summed squares: its product condition ``norm ||x|| / ||F x||``,
+            then each code's relative error."""
+            norms = np.sqrt(column)
             with np.errstate(divide="ignore", invalid="ignore"):
-                return np.where(column[1] > 0, np.sqrt(column[2:]) / np.sqrt(column[1]), math.inf)
+                return np.where(norms[1] > 0, np.concatenate([[cond.norm * norms[0]], norms[2:]]) / norms[1], math.inf)
 
         # a code past time_below on the first probe cannot meet it: the other probes skip it (its error
         # stays that probe's, a lower bound), which changes no choice (Tuning.choose)
-        first = probe(0, range(len(codes)))
-        kept = [c for c, e in enumerate(relative(first))
-                if time_below is None or codes[c] == DEFAULT or e <= time_below]
-        sums = np.sqrt(np.stack([first] + [probe(p, kept) for p in range(1, probes)], axis=1))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            kappa[d] = float(np.max(np.where(sums[1] > 0, cond.norm * sums[0] / sums[1], math.inf)))
-            errors = {code: float(np.max(np.where(sums[1] > 0, sums[2 + c] / sums[1], math.inf)))
-                      for c, code in enumerate(codes)}
+        first = relative(probe(0, range(len(codes))))
+        kept = [c for c, e in enumerate(first[1:]) if time_below is None or codes[c] == DEFAULT or e <= time_below]
+        worst = np.max([first] + [relative(probe(p, kept)) for p in range(1, probes)], axis=0)
+        kappa[d] = float(worst[0])
+        errors = {code: float(worst[1 + c]) for c, code in enumerate(codes)}
         timed = [c for c, code in enumerate(codes)
                  if time_below is None or code == DEFAULT or errors[code] <= time_below]
         times = np.full((repeats, len(codes)), math.nan)
