@@ -15,7 +15,7 @@ import pytest
 from conftest import write_inversion_config
 
 from fftmatvec.cli import main
-from fftmatvec.io import read_vector
+from fftmatvec.io import read_vector, write_vector
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -96,6 +96,12 @@ def test_cg_progress_is_a_line_a_second(model_dir, capsys, monkeypatch):
         iterations = summary(model_dir, "progress")["solver"]["cg"]["iterations"]
         assert len(lines) == (iterations if most is None else most) and lines[0].startswith("  CG    1  residual")
         assert re.search(rf"converged after {iterations} iterations \(relative residual \d\.\de-\d+\)", err)
+    # zero data and a zero prior mean: nothing to fit (||b|| = 0), converged before the first iteration
+    d = read_vector(model_dir / "model" / "d_obs.h5", "data")[0]
+    write_vector(model_dir / "zero_d.h5", np.zeros_like(d), "data")
+    cfg.write_text(cfg.read_text().replace('"model/d_obs.h5"', '"zero_d.h5"'))
+    assert main(["invert", str(cfg)]) == 0
+    assert "converged after 0 iterations (relative residual 0.0e+00)" in capsys.readouterr().err
 
 
 def test_bad_configs_name_the_key(model_dir, capsys):

@@ -178,7 +178,7 @@ def run_inversion(
         cg_info = {"iterations": result.cg.iterations, "converged": result.cg.converged,
                    "residuals": result.cg.residuals, "bnorm": result.cg.bnorm}
         log(f"  {'converged' if result.cg.converged else 'NOT converged'} after {result.cg.iterations} iterations"
-            f" (relative residual {result.cg.residuals[-1] / result.cg.bnorm:.1e})")
+            f" (relative residual {result.cg.residuals[-1] / result.cg.bnorm if result.cg.bnorm else 0.0:.1e})")
     timings["map"] = time.perf_counter() - t0
 
     forecast = None
