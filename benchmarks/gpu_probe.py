@@ -469,7 +469,7 @@ def main(argv=None) -> int:
                         err = float(cp.abs((y if inverse else xh) - ref).max() / cp.abs(ref).max())
                         t = sum(kernel_times(run).values())
                         src, dst = (xh, y) if inverse else (x, xh)
-                        attrs = be._fused_kernel(which, src, dst, ctype, n * K, K, nt, cfg)[0].attributes
+                        attrs = be._fused_kernel(which, src.dtype, dst.dtype, ctype, n * K, K, nt, cfg[:3] + cfg[5:])[0].attributes
                         emit(**rec, us=round(t, 2), ideal_us=round(ideal * 1e6, 2), err=err,
                              regs=attrs["num_regs"], local_bytes=attrs["local_size_bytes"])
                     except Exception as exc:

@@ -102,12 +102,21 @@ class LocalBTT:
         """Bytes of all kept ``Fhat`` copies."""
         return sum(a.nbytes for a in self.Fhat.values())
 
+    def build_ahead(self, adjoint: bool, prec: Precision, K: int) -> None:
+        """Start building, in the background, the device code of the products
+        ``(adjoint, prec, K)`` (:meth:`~fftmatvec.backend.base.Backend.build_ahead`),
+        for a caller about to make several workspaces: their builds then run
+        at once instead of one after the other."""
+        if (adjoint, prec.code, K) not in self._workspaces:
+            self.backend.build_ahead(self.Fhat[prec.sbgemv], K, prec, adjoint)
+
     def workspace(self, adjoint: bool, prec: Precision, K: int) -> _Workspace:
         key = (adjoint, prec.code, K)
         if key not in self._workspaces:
             be = self.backend
             n_in, n_out = (self.nd, self.nm) if adjoint else (self.nm, self.nd)
             Fhat = self.Fhat[prec.sbgemv]
+            be.build_ahead(Fhat, K, prec, adjoint)  # the transforms' kernels build while this thread goes on
             direct = be.direct_plan(Fhat, K, prec, adjoint)
             replay = be.use_replay(Fhat.nbytes)
             ws = _Workspace(

@@ -418,6 +418,9 @@ def measure_engine(
     probes, repeats = int(probes), int(repeats)
     if exact and grid.size > 1:
         raise ConfigError("exact singular values need the whole matrix in one process; on a grid use exact=None")
+    for d in directions:  # every code's kernels, built in the background and at once
+        for code in codes:
+            engine.build_ahead(d == "adjoint", parse(code), 1)
     with collective(getattr(grid, "comm", None), "preparing the precision measurement"):
         for d in directions:  # every code's buffers (out of memory fails every rank here, not mid-product)
             for code in codes:

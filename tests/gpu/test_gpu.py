@@ -7,6 +7,7 @@ products, NumPy's FFT for the transforms.
 """
 
 import itertools
+import threading
 
 import numpy as np
 import pytest
@@ -861,6 +862,54 @@ def test_register_targets_are_what_the_engine_launches(monkeypatch):
             del Fhat
     be.synchronize()
     assert set(kernels.REGISTER_TARGETS) <= set(launched), sorted(set(kernels.REGISTER_TARGETS) - set(launched))
+
+
+@pytest.mark.parametrize("shape, K", [((7, 203, 50), 1), ((6, 90, 50), 3), ((5, 40, 12), 1), ((4, 33, 97), 1)])
+def test_build_ahead_builds_what_the_product_launches(monkeypatch, rng, shape, K):
+    """LocalBTT.build_ahead asks, in background threads, for exactly the
+    transform (fft.cu) and one-kernel (direct.cu) instantiations that the
+    product then asks for in this thread: fused transforms from float64 into
+    complex64 (the staged kernel's occupancy decides), with K = 3, the
+    one-kernel product (Nt = 12), and none for a length cuFFT takes (Nt = 97,
+    prime), in both directions and codes that differ in every stage."""
+    from fftmatvec.btt import LocalBTT
+    from fftmatvec.precision import parse
+
+    asked = []
+    engine_kernel = kernels.kernel
+
+    def recording(fname, name, *targs, **kw):
+        if fname in ("fft.cu", "direct.cu"):
+            background = threading.current_thread().name.startswith("fftmatvec-build")
+            asked.append((background, kernels.name_expression(name, *targs)))
+        return engine_kernel(fname, name, *targs, **kw)
+
+    monkeypatch.setattr(kernels, "kernel", recording)
+
+    def settled() -> list:
+        """What was asked for since the last call, once every build started ahead has ended."""
+        if kernels._builders is not None:
+            kernels._builders.shutdown(wait=True)
+            monkeypatch.setattr(kernels, "_builders", None)
+        got = asked[:]
+        asked.clear()
+        return got
+
+    nd, nm, nt = shape
+    engine = LocalBTT(rng.standard_normal(shape), GPUBackend(), [np.complex64, np.complex128])
+    settled()
+    for code in ("ddddd", "dssdd", "ddssd", "sssss", "sdsds", "dsdsd"):
+        for adjoint in (False, True):
+            prec = parse(code)
+            engine.build_ahead(adjoint, prec, K)
+            ahead = {expr for background, expr in settled() if background}
+            x = cupy.asarray(rng.standard_normal((nd if adjoint else nm, nt, K)), prec.pad)
+            engine.apply(x, prec, adjoint=adjoint)
+            launched = {expr for background, expr in settled() if not background}
+            assert ahead == launched, (code, adjoint, ahead, launched)
+            if nt != 97:
+                assert ahead
+    engine.backend.synchronize()
 
 
 def test_pipe_tile_by_right_hand_sides_and_rows(rng):

@@ -223,6 +223,12 @@ class Backend(abc.ABC):
         """
         return None
 
+    def build_ahead(self, Fhat: Array, K: int, prec: Any, adjoint: bool) -> None:
+        """Start building, in the background, the device code that the product
+        of :meth:`direct_plan`'s arguments will need, so that its first launch
+        waits less (the GPU one compiles kernels in other threads); return at
+        once.  Nothing to build here."""
+
     def copy_into(self, a: Array, out: Array) -> None:
         """``out[...] = a`` for arrays of the same size (cast to ``out``'s
         dtype, ``a`` read in C order)."""

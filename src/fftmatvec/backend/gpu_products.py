@@ -258,31 +258,35 @@ class GPUProducts:
         no intermediate arrays) for one right-hand side when ``Nt`` is at most
         :attr:`direct_max_nt` and one block's DFT work and shared memory are
         small; None otherwise."""
+        shape = self._direct_shape(Fhat, K, prec, adjoint)
+        if shape is None:
+            return None
+        threads, OPB, smem = shape
         nf, nd, nm = Fhat.shape
-        M = nf - 1
-        n_in = nd if adjoint else nm
+        M, n_out = nf - 1, nm if adjoint else nd
+        fn = self._direct_kernel(M, np.dtype(Fhat.dtype), prec, adjoint, threads)
+        kernels.allow_shared_memory(fn, smem)
+        k = np.arange(2 * M)
+        twf = self._cupy.asarray(np.exp(-1j * np.pi * k / M).astype(prec.fft_hat))  # exp(-2 pi i k / L)
+        twi = self._cupy.asarray(np.exp(1j * np.pi * k / M).astype(prec.ifft_hat))
+        tail = (twf, twi, np.int32(nd), np.int32(nm), np.int32(OPB))
+        return PreparedLaunch(fn, (-(-n_out // OPB),), (threads,), smem, 2, (Fhat,) + tail)  # run(x, out)
+
+    def _direct_shape(self, Fhat: Array, K: int, prec: Any, adjoint: bool) -> tuple[int, int, int] | None:
+        """``btt_direct``'s launch shape for :meth:`direct_plan`'s arguments,
+        None where it does not apply: threads, output series per block (forward:
+        one row, so there are ``nd`` blocks, each with a warp per frequency and
+        a thread per input series and group of frequencies of its DFTs, up to
+        640 threads (more would leave too few registers); adjoint: 8
+        consecutive columns, so the reads of ``Fhat``'s columns fill 128-byte
+        lines) and bytes of shared memory."""
+        nf, nd, nm = Fhat.shape
+        M, L = nf - 1, 2 * (nf - 1)
+        n_in, n_out = (nd, nm) if adjoint else (nm, nd)
         if (K != 1 or M > self.direct_max_nt or n_in * nf * M > self.direct_max_work or nd * nm == 0
                 or not Fhat.flags.c_contiguous):
             return None
-        cfg = self._direct_config(M, nd, nm, adjoint, np.dtype(Fhat.dtype), prec.pad, prec.reduce, prec.fft_hat,
-                                  prec.ifft_hat)
-        if cfg is None:
-            return None
-        fn, grid, block, smem, tail = cfg
-        return PreparedLaunch(fn, grid, block, smem, 2, (Fhat,) + tail)  # run(x, out)
-
-    def _direct_config(self, M: int, nd: int, nm: int, adjoint: bool, ts: np.dtype, tp: np.dtype, to: np.dtype,
-                       tf: np.dtype, ti: np.dtype) -> tuple | None:
-        """Launch set-up of ``btt_direct`` (dtypes: ``Fhat``, pad, reduce, FFT,
-        inverse FFT): output series per block (forward: one row, so there are
-        ``nd`` blocks, each with a warp per frequency and a thread per input
-        series and group of frequencies of its DFTs, up to 640 threads (more
-        would leave too few registers); adjoint: 8 consecutive columns, so the
-        reads of ``Fhat``'s columns fill 128-byte lines), threads, shared
-        memory (None when it does not fit) and the trailing kernel arguments
-        (twiddle tables, sizes)."""
-        nf, L = M + 1, 2 * M
-        n_in, n_out = (nd, nm) if adjoint else (nm, nd)
+        ts, tf, ti = np.dtype(Fhat.dtype), prec.fft_hat, prec.ifft_hat
         OPB = 8 if adjoint else 1
         OPB = min(max(OPB, -(-n_out // (4 * self.sm_count))), n_out)
         per_thread = (nf + 1) // 2 if nf < 16 else 8  # frequencies per DFT thread: FQ of direct.cu
@@ -294,14 +298,32 @@ class GPUProducts:
 
         smem = (a16(nf * n_in * ts.itemsize) + a16(OPB * nf * ti.itemsize) + a16(L * tf.itemsize)
                 + a16(L * ti.itemsize) + n_in * (M | 1) * REAL_OF[tf].itemsize)
-        if smem > min(self.smem_limit, self.direct_max_smem):
-            return None
-        fn = kernels.kernel("direct.cu", "btt_direct", tp, tf, ts, ti, to, int(adjoint), M, threads)
-        kernels.allow_shared_memory(fn, smem)
-        k = np.arange(L)
-        twf = self._cupy.asarray(np.exp(-1j * np.pi * k / M).astype(tf))  # exp(-2 pi i k / L)
-        twi = self._cupy.asarray(np.exp(1j * np.pi * k / M).astype(ti))
-        return fn, (-(-n_out // OPB),), (threads,), smem, (twf, twi, np.int32(nd), np.int32(nm), np.int32(OPB))
+        return (threads, OPB, smem) if smem <= min(self.smem_limit, self.direct_max_smem) else None
+
+    @staticmethod
+    def _direct_kernel(M: int, ts: np.dtype, prec: Any, adjoint: bool, threads: int):
+        """The ``btt_direct`` instantiation for ``Nt = M``, ``Fhat`` in ``ts``, ``prec`` and ``threads``."""
+        return kernels.kernel("direct.cu", "btt_direct", prec.pad, prec.fft_hat, ts, prec.ifft_hat, prec.reduce,
+                              int(adjoint), M, threads)
+
+    def build_ahead(self, Fhat: Array, K: int, prec: Any, adjoint: bool) -> None:
+        """Start building, in background threads, the kernels that the product
+        of :meth:`direct_plan`'s arguments will launch first: ``btt_direct``
+        where it applies, else the fused transforms of its stages 1-2 and 4-5
+        as :class:`~fftmatvec.btt.LocalBTT` runs them (:meth:`pad_rfft` from
+        the pad precision into ``prec.sbgemv_in``, :meth:`irfft_unpad` from
+        ``prec.sbgemv`` into the reduce precision).  The product kernel
+        between them is not built ahead: its choice depends on the arrays'
+        alignment."""
+        nf, nd, nm = Fhat.shape
+        shape = self._direct_shape(Fhat, K, prec, adjoint)
+        if shape is not None:
+            ts = np.dtype(Fhat.dtype)
+            kernels.build_ahead(lambda: self._direct_kernel(nf - 1, ts, prec, adjoint, shape[0]))
+            return
+        n_in, n_out = (nd, nm) if adjoint else (nm, nd)
+        self._build_transform_ahead("rfft_pad", n_in, nf - 1, K, prec.pad, prec.sbgemv_in, prec.fft)
+        self._build_transform_ahead("irfft_unpad", n_out, nf - 1, K, prec.sbgemv, prec.reduce, prec.ifft)
 
     # -- stage 3 ---------------------------------------------------------
     def sbgemv(self, Fhat: Array, x_hat: Array, out: Array, adjoint: bool) -> None:

@@ -396,15 +396,26 @@ class GPUTransforms:
         ``2 M`` in complex ``ctype`` over ``B = n K`` series, or None when
         ``M`` is not supported (a prime factor above 7, or one series does not
         fit in shared memory): ``(S, threads, smem, twp, twl, radices,
-        in_place)`` with ``S`` (series per block), ``threads``, ``smem`` (bytes
-        of shared memory per block) and ``in_place`` (passes in one buffer) by
-        kernel name (``"rfft_pad"``, ``"irfft_unpad"``), the twiddle tables
-        ``twp`` (:func:`pass_twiddles`) and ``twl`` on the device, and the
-        radices.  Twiddle tables are computed in float64 and rounded once."""
+        in_place)``, :meth:`_fused_plan`'s with the twiddle tables ``twp``
+        (:func:`pass_twiddles`) and ``twl`` on the device, computed in float64
+        and rounded once."""
         key = (M, ctype, B, K)
-        if key in self._fused:
-            return self._fused[key]
-        cfg = None
+        if key not in self._fused:
+            cfg = plan = self._fused_plan(M, ctype, B, K)
+            if plan is not None:
+                S_of, threads_of, smem_of, radices, in_place_of = plan
+                twp = self._cupy.asarray(pass_twiddles(list(radices)).astype(ctype))
+                twl = self._cupy.asarray(np.exp(-1j * np.pi * np.arange(M + 1) / M).astype(ctype))  # L = 2 M
+                cfg = (S_of, threads_of, smem_of, twp, twl, radices, in_place_of)
+            self._fused[key] = cfg
+        return self._fused[key]
+
+    def _fused_plan(self, M: int, ctype: np.dtype, B: int, K: int) -> tuple | None:
+        """The host's part of :meth:`_fused_config` (no device work, so any
+        thread may ask): ``(S, threads, smem, radices, in_place)`` with ``S``
+        (series per block), ``threads``, ``smem`` (bytes of shared memory per
+        block) and ``in_place`` (passes in one buffer) by kernel name
+        (``"rfft_pad"``, ``"irfft_unpad"``), or None."""
         radices = fft_radices(M)
         per_series = 2 * (M + 1) * ctype.itemsize  # two ping-pong buffers
         if radices is not None and per_series <= self.smem_limit:
@@ -446,8 +457,6 @@ class GPUTransforms:
                 inverse_threads = min(threads, 256)
                 if -(-B // S) >= 4 * self.sm_count:
                     threads = inverse_threads
-            twp = self._cupy.asarray(pass_twiddles(radices).astype(ctype))
-            twl = self._cupy.asarray(np.exp(-1j * np.pi * np.arange(M + 1) / M).astype(ctype))  # L = 2 M
             threads_of = {"rfft_pad": threads, "irfft_unpad": inverse_threads}
             S_of = {"rfft_pad": S, "irfft_unpad": inverse_S}
             # complex128 over many waves of blocks runs in one buffer where it may: half the shared memory, so
@@ -468,9 +477,8 @@ class GPUTransforms:
                 # K = 2, 4 and 8 faster too (benchmarks/results/h200-probe-fftsweep-regs-{big,big16,bigK}-stop49
                 # .jsonl).  Not the inverse: its spills cost less than fewer threads (the same files)
                 threads_of["rfft_pad"] = pass_threads(M, S_of["rfft_pad"], radices)
-            cfg = (S_of, threads_of, smem_of, twp, twl, tuple(radices), in_place_of)
-        self._fused[key] = cfg
-        return cfg
+            return S_of, threads_of, smem_of, tuple(radices), in_place_of
+        return None
 
     def _fused_transform(self, which: str, src: Array, dst: Array, ctype: np.dtype, B: int, K: int, M: int,
                          scale: float | None, tiled: bool = False, drop: Array | None = None) -> bool:
@@ -483,7 +491,7 @@ class GPUTransforms:
         if cfg is None or B == 0:
             return cfg is not None
         _, threads_of, _, twp, twl, _, _ = cfg
-        fn, blocks, smem = self._fused_kernel(which, src, dst, ctype, B, K, M, cfg)
+        fn, blocks, smem = self._fused_kernel(which, src.dtype, dst.dtype, ctype, B, K, M, cfg[:3] + cfg[5:])
         kernels.allow_shared_memory(fn, smem)
         args = [src, dst, twp, twl, np.int32(B), np.int32(K)]
         if which == "rfft_pad":  # its spectra kept in the L2 when they fit
@@ -494,11 +502,12 @@ class GPUTransforms:
         self._run_kernel(fn, (blocks,), (threads_of[which],), tuple(args), smem)
         return True
 
-    def _fused_kernel(self, which: str, src: Array, dst: Array, ctype: np.dtype, B: int, K: int, M: int,
-                      cfg: tuple) -> tuple[Any, int, int]:
-        """The kernel :meth:`_fused_transform` launches for the set-up ``cfg``
-        (:meth:`_fused_config`'s), its blocks and its bytes of shared memory."""
-        S_of, threads_of, smem_of, _, _, radices, in_place_of = cfg
+    def _fused_kernel(self, which: str, src: np.dtype, dst: np.dtype, ctype: np.dtype, B: int, K: int, M: int,
+                      plan: tuple) -> tuple[Any, int, int]:
+        """The kernel :meth:`_fused_transform` launches from ``src`` to ``dst``
+        (dtypes) for the set-up ``plan`` (:meth:`_fused_plan`'s), its blocks
+        and its bytes of shared memory.  No device work: any thread may ask."""
+        S_of, threads_of, smem_of, radices, in_place_of = plan
         S, threads, smem = S_of[which], threads_of[which], smem_of[which]
         groups = -(-B // S)
         # rfft_pad from samples wider than the transform's reals (float64 into complex64), K = 1: blocks loop over
@@ -506,8 +515,8 @@ class GPUTransforms:
         # (16-byte aligned: StagingOffset in native/fft.cu) while they transform the current one.  Only when there
         # are more groups than blocks: one wave has nothing to overlap the staging with (the middle size's 1000
         # series: 5.57 us staged against 5.39, benchmarks/results/h200-fft-ab-staged-forward-stop27.jsonl)
-        staged_smem = -(-smem // 16) * 16 + S * M * src.dtype.itemsize
-        if (which == "rfft_pad" and K == 1 and 2 * src.dtype.itemsize > np.dtype(ctype).itemsize
+        staged_smem = -(-smem // 16) * 16 + S * M * src.itemsize
+        if (which == "rfft_pad" and K == 1 and 2 * src.itemsize > np.dtype(ctype).itemsize
                 and staged_smem <= self.smem_limit):
             fn = self._fft_kernel(which, src, dst, ctype, S, threads, in_place_of[which], True, M, radices)
             blocks = min(groups, self.sm_count * self._resident_blocks(fn, threads, staged_smem),
@@ -516,13 +525,24 @@ class GPUTransforms:
                 return fn, blocks, staged_smem
         return self._fft_kernel(which, src, dst, ctype, S, threads, in_place_of[which], False, M, radices), groups, smem
 
+    def _build_transform_ahead(self, which: str, n: int, nt: int, K: int, src: Any, dst: Any, real: Any) -> None:
+        """Start building the kernel of :meth:`pad_rfft` (``which`` "rfft_pad")
+        or :meth:`irfft_unpad` ("irfft_unpad") for ``(n, Nt, K)`` blocks from
+        dtype ``src`` to ``dst``, transformed in the real dtype ``real``, where
+        that call would run the fused transform (:func:`kernels.build_ahead`)."""
+        ctype = COMPLEX_OF[np.dtype(real)]
+        layout = self.fft_layout["r2c" if which == "rfft_pad" else "c2r"]
+        plan = self._fused_plan(nt, ctype, n * K, K) if layout == "fused" and n * K else None
+        if plan is not None:
+            kernels.build_ahead(lambda: self._fused_kernel(which, np.dtype(src), np.dtype(dst), ctype, n * K, K, nt,
+                                                           plan))
+
     @staticmethod
-    def _fft_kernel(which: str, src: Array, dst: Array, ctype: np.dtype, S: int, threads: int, in_place: bool,
+    def _fft_kernel(which: str, src: np.dtype, dst: np.dtype, ctype: np.dtype, S: int, threads: int, in_place: bool,
                     staged: bool, M: int, radices: list[int]):
         """The ``native/fft.cu`` kernel ``which`` for these dtypes and launch set-up."""
         flags = (int(in_place),) + ((int(staged),) if which == "rfft_pad" else ())
-        return kernels.kernel("fft.cu", which, src.dtype, ctype, dst.dtype, S.bit_length() - 1, threads, *flags, M,
-                              *radices)
+        return kernels.kernel("fft.cu", which, src, ctype, dst, S.bit_length() - 1, threads, *flags, M, *radices)
 
 
 __all__ = ["GPUTransforms"]

@@ -5,8 +5,11 @@ shipped in the wheel as ``fftmatvec/native/``.  This module alone knows
 where to find them and alone asks whether CuPy runs on HIP.  Nothing is
 compiled at import: :func:`kernel` builds one :class:`cupy.RawModule` per
 template instantiation on first use (CuPy then caches the binary on disk
-under ``CUPY_CACHE_DIR`` and per device), so only the instantiations that the
-precision codes in use need are ever compiled.
+under ``CUPY_CACHE_DIR``), so only the instantiations that the precision
+codes in use need are ever compiled.  A caller that knows which kernels will
+launch soon hands their choice to :func:`build_ahead`, which builds them in
+background threads, several at once (NVRTC releases the GIL); :func:`kernel`
+then waits for a build in flight instead of starting its own.
 """
 
 from __future__ import annotations
@@ -14,10 +17,14 @@ from __future__ import annotations
 import functools
 import os
 import re
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
+
+from .threads import cores_per_rank
 
 CTYPE = {
     np.dtype(np.float32): "float",
@@ -143,8 +150,7 @@ def compute_capability() -> str:
     return cupy.cuda.Device().compute_capability
 
 
-@functools.cache
-def _module(fname: str, expr: str, registers: int, arch: str | None):
+def _raw_module(fname: str, expr: str, registers: int, arch: str | None):
     import cupy
 
     opts = options()
@@ -161,12 +167,13 @@ def kernel(fname: str, name: str, *targs, arch: str | None = None):
     ``targs`` are dtypes (mapped through :data:`CTYPE`) or ints (template
     values).  ``arch`` compiles for that target instead of the device's own
     (``"sm_90a"`` for Hopper's architecture-specific instructions such as
-    ``wgmma``).  Compiled lazily, once per instantiation, register target
-    (:data:`REGISTER_TARGETS`, on the architecture they were measured on)
-    and target, and per device (CuPy's RawModule cache).
+    ``wgmma``).  Built once per instantiation, register target
+    (:data:`REGISTER_TARGETS`, on the architecture they were measured on),
+    target and device; a build that :func:`build_ahead` started is waited
+    for.  Safe to call from several threads.
     """
     expr = name_expression(name, *targs)
-    return _get(fname, expr, REGISTER_TARGETS.get(expr, 0), arch)
+    return _function((fname, expr, REGISTER_TARGETS.get(expr, 0), arch))
 
 
 def name_expression(name: str, *targs) -> str:
@@ -178,9 +185,73 @@ def name_expression(name: str, *targs) -> str:
     return f"{name}<{', '.join(parts)}>"
 
 
-@functools.cache
-def _get(fname: str, expr: str, registers: int, arch: str | None):
-    return _module(fname, expr, registers, arch).get_function(expr)
+# Built kernels (_built, read without the lock: the path of every launch that looks its kernel up) and builds
+# in flight (_building), by device and (file, name expression, register target, arch).  A failed build is
+# not kept: its waiters get its error, and the next request tries again.
+_built: dict[tuple, Any] = {}
+_building: dict[tuple, Future] = {}
+_lock = threading.Lock()
+_builders: ThreadPoolExecutor | None = None
+
+
+def _current_device() -> int:
+    import cupy
+
+    return int(cupy.cuda.runtime.getDevice())
+
+
+def _function(build: tuple):
+    """The function of ``build`` (file, expression, registers, arch) on the current device: built here unless
+    it is built or being built (then that build is waited for)."""
+    key = (_current_device(), build)
+    fn = _built.get(key)
+    if fn is not None:
+        return fn
+    with _lock:
+        slot = _building.get(key)
+        mine = slot is None and key not in _built
+        if mine:
+            slot = _building[key] = Future()
+    if slot is None:  # built between the look-up and the lock
+        return _built[key]
+    if mine:
+        try:
+            fname, expr, registers, arch = build
+            fn = _raw_module(fname, expr, registers, arch).get_function(expr)
+        except BaseException as exc:
+            slot.set_exception(exc)
+        else:
+            with _lock:
+                _built[key] = fn
+            slot.set_result(fn)
+        with _lock:
+            del _building[key]
+    return slot.result()
+
+
+def build_ahead(choose: Callable[[], Any]) -> None:
+    """Run ``choose``, a function that picks kernels by calling :func:`kernel`
+    (and may query the ones it gets, e.g. their registers), in a background
+    thread on the current device; return at once.  The builds it starts are
+    waited for by whoever asks for those kernels next.  Its errors are not
+    raised here: a build that fails fails again where its kernel is needed.
+    Nothing runs on HIP, where builds in threads have not been tried."""
+    global _builders
+    if is_hip():
+        return
+    device = _current_device()
+    with _lock:
+        if _builders is None:
+            _builders = ThreadPoolExecutor(cores_per_rank(), thread_name_prefix="fftmatvec-build")
+        builders = _builders
+
+    def run() -> None:
+        import cupy
+
+        with cupy.cuda.Device(device):
+            choose()
+
+    builders.submit(run)
 
 
 def allow_shared_memory(fn, smem: int) -> None:
@@ -193,5 +264,5 @@ def allow_shared_memory(fn, smem: int) -> None:
 
 
 __all__ = ["CTYPE", "REAL_OF", "COMPLEX_OF", "REGISTER_TARGETS", "REGISTER_TARGETS_ARCH", "compute_capability",
-           "native_dir", "expand_includes", "source", "options", "kernel", "name_expression", "ctype", "is_hip",
-           "allow_shared_memory"]
+           "native_dir", "expand_includes", "source", "options", "kernel", "name_expression", "build_ahead", "ctype",
+           "is_hip", "allow_shared_memory"]
