@@ -866,12 +866,15 @@ def test_register_targets_are_what_the_engine_launches(monkeypatch):
 
 @pytest.mark.parametrize("shape, K", [((7, 203, 50), 1), ((6, 90, 50), 3), ((5, 40, 12), 1), ((4, 33, 97), 1)])
 def test_build_ahead_builds_what_the_product_launches(monkeypatch, rng, shape, K):
-    """LocalBTT.build_ahead asks, in background threads, for exactly the
-    transform (fft.cu) and one-kernel (direct.cu) instantiations that the
-    product then asks for in this thread: fused transforms from float64 into
-    complex64 (the staged kernel's occupancy decides), with K = 3, the
-    one-kernel product (Nt = 12), and none for a length cuFFT takes (Nt = 97,
-    prime), in both directions and codes that differ in every stage."""
+    """LocalBTT.build_ahead asks, in background threads, for the transform
+    (fft.cu), one-kernel (direct.cu) and, with one right-hand side, product
+    (sbgemv.cu) instantiations that the product then asks for in this
+    thread, and for no other (the product asks only once for a launch
+    set-up it keeps, so those must have been asked for by a product before):
+    fused transforms from float64 into complex64 (the staged kernel's
+    occupancy decides), with K = 3, the one-kernel product (Nt = 12), and no
+    transform for a length cuFFT takes (Nt = 97, prime), in both directions
+    and codes that differ in every stage."""
     from fftmatvec.btt import LocalBTT
     from fftmatvec.precision import parse
 
@@ -879,18 +882,19 @@ def test_build_ahead_builds_what_the_product_launches(monkeypatch, rng, shape, K
     engine_kernel = kernels.kernel
 
     def recording(fname, name, *targs, **kw):
-        if fname in ("fft.cu", "direct.cu"):
+        if fname in ("fft.cu", "direct.cu") or (fname == "sbgemv.cu" and K == 1):
             background = threading.current_thread().name.startswith("fftmatvec-build")
             asked.append((background, kernels.name_expression(name, *targs)))
         return engine_kernel(fname, name, *targs, **kw)
 
     monkeypatch.setattr(kernels, "kernel", recording)
+    monkeypatch.setattr(kernels, "_builders", None)  # this test's own threads; the others' are put back after
 
     def settled() -> list:
         """What was asked for since the last call, once every build started ahead has ended."""
         if kernels._builders is not None:
             kernels._builders.shutdown(wait=True)
-            monkeypatch.setattr(kernels, "_builders", None)
+            kernels._builders = None
         got = asked[:]
         asked.clear()
         return got
@@ -898,6 +902,7 @@ def test_build_ahead_builds_what_the_product_launches(monkeypatch, rng, shape, K
     nd, nm, nt = shape
     engine = LocalBTT(rng.standard_normal(shape), GPUBackend(), [np.complex64, np.complex128])
     settled()
+    launched_before: set[str] = set()
     for code in ("ddddd", "dssdd", "ddssd", "sssss", "sdsds", "dsdsd"):
         for adjoint in (False, True):
             prec = parse(code)
@@ -906,9 +911,9 @@ def test_build_ahead_builds_what_the_product_launches(monkeypatch, rng, shape, K
             x = cupy.asarray(rng.standard_normal((nd if adjoint else nm, nt, K)), prec.pad)
             engine.apply(x, prec, adjoint=adjoint)
             launched = {expr for background, expr in settled() if not background}
-            assert ahead == launched, (code, adjoint, ahead, launched)
-            if nt != 97:
-                assert ahead
+            launched_before |= launched
+            assert launched <= ahead <= launched_before, (code, adjoint, ahead, launched)
+            assert ahead or K > 1
     engine.backend.synchronize()
 
 

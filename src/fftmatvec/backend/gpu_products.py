@@ -312,17 +312,21 @@ class GPUProducts:
         where it applies, else the fused transforms of its stages 1-2 and 4-5
         as :class:`~fftmatvec.btt.LocalBTT` runs them (:meth:`pad_rfft` from
         the pad precision into ``prec.sbgemv_in``, :meth:`irfft_unpad` from
-        ``prec.sbgemv`` into the reduce precision).  The product kernel
-        between them is not built ahead: its choice depends on the arrays'
-        alignment."""
+        ``prec.sbgemv`` into the reduce precision), and for one right-hand
+        side the one-column product kernel between them (every threshold of
+        :meth:`sbgemv`'s other routes is 2 right-hand sides or more), as for
+        arrays aligned to 16 bytes (the engine's workspaces are)."""
         nf, nd, nm = Fhat.shape
+        ta = np.dtype(Fhat.dtype)
         shape = self._direct_shape(Fhat, K, prec, adjoint)
         if shape is not None:
-            ts = np.dtype(Fhat.dtype)
-            kernels.build_ahead(lambda: self._direct_kernel(nf - 1, ts, prec, adjoint, shape[0]))
+            kernels.build_ahead(lambda: self._direct_kernel(nf - 1, ta, prec, adjoint, shape[0]))
             return
         n_in, n_out = (nd, nm) if adjoint else (nm, nd)
         self._build_transform_ahead("rfft_pad", n_in, nf - 1, K, prec.pad, prec.sbgemv_in, prec.fft)
+        if K == 1 and nf * nd * nm:
+            make = self._adj_config if adjoint else self._fwd_config
+            kernels.build_ahead(lambda: make(nf, nd, nm, 1, ta, np.dtype(prec.sbgemv_in)))
         self._build_transform_ahead("irfft_unpad", n_out, nf - 1, K, prec.sbgemv, prec.reduce, prec.ifft)
 
     # -- stage 3 ---------------------------------------------------------

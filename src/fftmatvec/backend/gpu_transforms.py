@@ -491,7 +491,8 @@ class GPUTransforms:
         if cfg is None or B == 0:
             return cfg is not None
         _, threads_of, _, twp, twl, _, _ = cfg
-        fn, blocks, smem = self._fused_kernel(which, src.dtype, dst.dtype, ctype, B, K, M, cfg[:3] + cfg[5:])
+        plan = cfg[:3] + cfg[5:]  # the config without its twiddle tables
+        fn, blocks, smem = self._fused_kernel(which, src.dtype, dst.dtype, ctype, B, K, M, plan)
         kernels.allow_shared_memory(fn, smem)
         args = [src, dst, twp, twl, np.int32(B), np.int32(K)]
         if which == "rfft_pad":  # its spectra kept in the L2 when they fit

@@ -243,6 +243,9 @@ def build_ahead(choose: Callable[[], Any]) -> None:
     with _lock:
         if _builders is None:
             _builders = ThreadPoolExecutor(cores_per_rank(), thread_name_prefix="fftmatvec-build")
+            # at exit, drop the builds not started: the executor's own exit hook (registered the same way,
+            # earlier, so run later) would otherwise run them all first, seconds after an error or Ctrl-C
+            threading._register_atexit(functools.partial(_builders.shutdown, wait=False, cancel_futures=True))
         builders = _builders
 
     def run() -> None:
