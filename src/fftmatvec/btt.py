@@ -116,7 +116,7 @@ class LocalBTT:
             be = self.backend
             n_in, n_out = (self.nd, self.nm) if adjoint else (self.nm, self.nd)
             Fhat = self.Fhat[prec.sbgemv]
-            be.build_ahead(Fhat, K, prec, adjoint)  # the transforms' kernels build while this thread goes on
+            be.build_ahead(Fhat, K, prec, adjoint)  # the product's kernels build while this thread goes on
             direct = be.direct_plan(Fhat, K, prec, adjoint)
             replay = be.use_replay(Fhat.nbytes)
             ws = _Workspace(
